@@ -1,0 +1,313 @@
+#include "scheduling/ledger.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace fracpack::scheduling {
+
+int NodeState::position_of(int index) const {
+  // Cards are few (<= 16 in practice) and sorted: a linear scan beats a map.
+  for (size_t i = 0; i < spec_.cards.size(); ++i) {
+    if (spec_.cards[i].index == index) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string gpu_shape_tag(const Allocation& allocation) {
+  int cards = 0;
+  bool shared = false;
+  for (const auto& c : allocation.containers) {
+    if (c.init) continue;
+    for (const auto& s : c.cards) {
+      ++cards;
+      if (s.cores < kCardMilli) shared = true;
+    }
+  }
+  if (cards == 0) return {};
+  if (shared) return "share-gpu";
+  return std::to_string(cards) + "-gpu";
+}
+
+Status allocation_fits(const NodeState& node, const Allocation& allocation) {
+  if (!node.present()) return Error{"node " + node.name() + " is not known"};
+  for (const auto& charge : charges_of(allocation)) {
+    const int pos = node.position_of(charge.index);
+    if (pos < 0) return Error{"node " + node.name() + " has no card " + std::to_string(charge.index)};
+    const auto p = static_cast<size_t>(pos);
+    const Card& card = node.cards()[p];
+    const std::string where = "card " + std::to_string(charge.index) + " of node " + node.name();
+    if (!card.healthy) return Error{where + " is unhealthy"};
+    if (card.cordoned) return Error{where + " is cordoned"};
+    if (node.use()[p].cores >= kCardMilli) return Error{where + " is taken exclusively"};
+    if (charge.cores > node.free_cores(p)) {
+      return Error{where + " has " + std::to_string(node.free_cores(p) / 10) + "% compute free, needs " +
+                   std::to_string((charge.cores + 9) / 10) + "%"};
+    }
+    if (charge.memory_mib > node.free_memory(p)) {
+      return Error{where + " has " + std::to_string(node.free_memory(p)) + " MiB free, needs " +
+                   std::to_string(charge.memory_mib) + " MiB"};
+    }
+  }
+  return Status::Ok();
+}
+
+NodeState& Ledger::node_entry(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    it = nodes_.emplace(name, NodeState{}).first;
+    it->second.spec_.name = name;
+  }
+  return it->second;
+}
+
+void Ledger::apply(NodeState& node, const PodRecord& pod, int sign) {
+  for (const auto& charge : pod.charges) {
+    const int pos = node.position_of(charge.index);
+    if (pos < 0) continue;  // card not (or no longer) on the node: nothing to hold
+    CardUse& use = node.use_[static_cast<size_t>(pos)];
+    use.memory_mib += sign * charge.memory_mib;
+    use.cores += sign * charge.cores;
+    use.sharers += sign;
+    total_cores_used_ += sign * charge.cores;
+  }
+  node.cpu_requested_ += sign * pod.cpu_milli;
+  node.memory_requested_ += sign * pod.memory_bytes;
+  if (!pod.tag.empty()) {
+    int& n = node.tags_[pod.tag];
+    n += sign;
+    if (n == 0) node.tags_.erase(pod.tag);
+  }
+  ++node.version_;
+}
+
+void Ledger::insert(PodRecord record) {
+  NodeState& node = node_entry(record.node);
+  node.pods_.insert(record.uid);
+  if (record.phase == PodPhase::kAssumed) assumed_.insert(record.uid);
+  auto [it, inserted] = pods_.emplace(record.uid, std::move(record));
+  assert(inserted);
+  (void)inserted;
+  apply(node, it->second, +1);
+}
+
+void Ledger::erase(std::unordered_map<std::string, PodRecord>::iterator it) {
+  const std::string node_name = it->second.node;
+  NodeState& node = node_entry(node_name);
+  apply(node, it->second, -1);
+  node.pods_.erase(it->first);
+  assumed_.erase(it->first);
+  pods_.erase(it);
+  maybe_drop_node(node_name);
+}
+
+void Ledger::maybe_drop_node(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it != nodes_.end() && !it->second.present_ && it->second.pods_.empty()) nodes_.erase(it);
+}
+
+void Ledger::upsert_node(NodeSpec spec) {
+  NodeState& node = node_entry(spec.name);
+  const bool cards_same = node.present_ && node.spec_.cards == spec.cards;
+  if (cards_same) {
+    node.spec_ = std::move(spec);
+    ++node.version_;
+    debug_check();
+    return;
+  }
+  // Cards changed (or the node is new): re-apply its pods to the new cards.
+  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), -1);
+  node.spec_ = std::move(spec);
+  node.present_ = true;
+  node.use_.assign(node.spec_.cards.size(), CardUse{});
+  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), +1);
+  debug_check();
+}
+
+void Ledger::remove_node(std::string_view name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  NodeState& node = it->second;
+  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), -1);
+  node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}};
+  node.use_.clear();
+  node.present_ = false;
+  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), +1);  // CPU/memory only: no cards
+  maybe_drop_node(std::string(name));
+  debug_check();
+}
+
+Status Ledger::assume(const PodFacts& pod, Allocation allocation, Clock::time_point deadline) {
+  if (pods_.count(pod.uid) != 0) return Error{"pod " + pod.key + " already holds a placement"};
+  auto it = nodes_.find(allocation.node);
+  if (it == nodes_.end() || !it->second.present_) return Error{"node " + allocation.node + " is not known"};
+  if (Status fits = allocation_fits(it->second, allocation); !fits.ok()) return fits;
+
+  PodRecord record;
+  record.uid = pod.uid;
+  record.key = pod.key;
+  record.node = allocation.node;
+  record.phase = PodPhase::kAssumed;
+  record.deadline = deadline;
+  record.cpu_milli = pod.cpu_milli;
+  record.memory_bytes = pod.memory_bytes;
+  record.charges = charges_of(allocation);
+  record.tag = gpu_shape_tag(allocation);
+  record.allocation = std::move(allocation);
+  insert(std::move(record));
+  debug_check();
+  return Status::Ok();
+}
+
+int Ledger::confirm(const PodFacts& pod, Allocation allocation) {
+  auto it = pods_.find(pod.uid);
+  if (it != pods_.end()) {
+    PodRecord& old = it->second;
+    if (old.node == allocation.node && old.allocation == allocation && old.cpu_milli == pod.cpu_milli &&
+        old.memory_bytes == pod.memory_bytes) {
+      old.phase = PodPhase::kConfirmed;
+      old.key = pod.key;
+      assumed_.erase(pod.uid);
+      return 0;
+    }
+    erase(it);
+  }
+  PodRecord record;
+  record.uid = pod.uid;
+  record.key = pod.key;
+  record.node = allocation.node;
+  record.phase = PodPhase::kConfirmed;
+  record.cpu_milli = pod.cpu_milli;
+  record.memory_bytes = pod.memory_bytes;
+  record.charges = charges_of(allocation);
+  record.tag = gpu_shape_tag(allocation);
+  record.allocation = std::move(allocation);
+  const std::string node_name = record.node;
+  insert(std::move(record));
+  debug_check();
+
+  int over = 0;
+  const NodeState& node = nodes_.at(node_name);
+  for (size_t p = 0; p < node.use_.size(); ++p) {
+    if (node.use_[p].cores > kCardMilli || node.free_memory(p) < 0) ++over;
+  }
+  return over;
+}
+
+bool Ledger::forget(std::string_view uid) {
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || it->second.phase != PodPhase::kAssumed) return false;
+  erase(it);
+  debug_check();
+  return true;
+}
+
+bool Ledger::remove(std::string_view uid) {
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end()) return false;
+  erase(it);
+  debug_check();
+  return true;
+}
+
+std::vector<PodRecord> Ledger::expire(Clock::time_point now) {
+  std::vector<std::string> due;
+  for (const auto& uid : assumed_) {
+    if (pods_.at(uid).deadline <= now) due.push_back(uid);
+  }
+  std::sort(due.begin(), due.end());  // deterministic order of the returned records
+  std::vector<PodRecord> out;
+  out.reserve(due.size());
+  for (const auto& uid : due) {
+    auto it = pods_.find(uid);
+    out.push_back(it->second);
+    erase(it);
+  }
+  if (!due.empty()) debug_check();
+  return out;
+}
+
+const NodeState* Ledger::node(std::string_view name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+const PodRecord* Ledger::pod(std::string_view uid) const {
+  auto it = pods_.find(std::string(uid));
+  return it == pods_.end() ? nullptr : &it->second;
+}
+
+int Ledger::overcommitted_cards() const {
+  int over = 0;
+  for (const auto& [name, node] : nodes_) {
+    for (size_t p = 0; p < node.use_.size(); ++p) {
+      if (node.use_[p].cores > kCardMilli || node.free_memory(p) < 0) ++over;
+    }
+  }
+  return over;
+}
+
+Status Ledger::check_invariants(bool capacity) const {
+  int64_t total = 0;
+  size_t indexed = 0;
+  for (const auto& [name, node] : nodes_) {
+    if (node.use_.size() != node.spec_.cards.size()) return Error{"node " + name + ": usage/cards size mismatch"};
+    std::vector<CardUse> expect(node.spec_.cards.size());
+    int64_t cpu = 0, mem = 0;
+    std::map<std::string, int> tags;
+    for (const auto& uid : node.pods_) {
+      auto it = pods_.find(uid);
+      if (it == pods_.end()) return Error{"node " + name + " lists unknown pod " + uid};
+      const PodRecord& pod = it->second;
+      if (pod.node != name) return Error{"pod " + pod.key + " is on " + pod.node + " but listed by " + name};
+      if (pod.charges != charges_of(pod.allocation)) return Error{"pod " + pod.key + ": charges out of date"};
+      for (const auto& c : pod.charges) {
+        const int pos = node.position_of(c.index);
+        if (pos < 0) continue;
+        expect[static_cast<size_t>(pos)].memory_mib += c.memory_mib;
+        expect[static_cast<size_t>(pos)].cores += c.cores;
+        expect[static_cast<size_t>(pos)].sharers += 1;
+      }
+      cpu += pod.cpu_milli;
+      mem += pod.memory_bytes;
+      if (!pod.tag.empty()) ++tags[pod.tag];
+      ++indexed;
+    }
+    for (size_t p = 0; p < expect.size(); ++p) {
+      const std::string where = "node " + name + " card " + std::to_string(node.spec_.cards[p].index);
+      if (!(expect[p] == node.use_[p])) {
+        return Error{where + ": usage " + std::to_string(node.use_[p].memory_mib) + " MiB/" +
+                     std::to_string(node.use_[p].cores) + " milli/" + std::to_string(node.use_[p].sharers) +
+                     " sharers differs from the sum of its pods " + std::to_string(expect[p].memory_mib) + "/" +
+                     std::to_string(expect[p].cores) + "/" + std::to_string(expect[p].sharers)};
+      }
+      if (capacity && node.use_[p].cores > kCardMilli) return Error{where + ": compute over-committed"};
+      if (capacity && node.free_memory(p) < 0) return Error{where + ": memory over-committed"};
+      total += node.use_[p].cores;
+    }
+    if (cpu != node.cpu_requested_ || mem != node.memory_requested_) {
+      return Error{"node " + name + ": CPU/memory requested differs from the sum of its pods"};
+    }
+    if (tags != node.tags_) return Error{"node " + name + ": shape tags differ from its pods"};
+    if (!node.present_ && node.pods_.empty()) return Error{"node " + name + ": absent and empty, not dropped"};
+  }
+  if (indexed != pods_.size()) return Error{"some pods are not indexed by their node"};
+  if (total != total_cores_used_) return Error{"cluster compute total out of date"};
+  for (const auto& uid : assumed_) {
+    auto it = pods_.find(uid);
+    if (it == pods_.end() || it->second.phase != PodPhase::kAssumed) return Error{"assumed set out of date: " + uid};
+  }
+  return Status::Ok();
+}
+
+void Ledger::debug_check() const {
+#ifdef FRACPACK_LEDGER_DEBUG_CHECKS
+  // Accounting must hold after every mutation; capacity may be exceeded only
+  // by confirm() (external truth), so only the sums are asserted here.
+  Status s = check_invariants(/*capacity=*/false);
+  assert(s.ok());
+  (void)s;
+#endif
+}
+
+}  // namespace fracpack::scheduling

@@ -1,0 +1,190 @@
+// The ledger: per node, per card, how much memory and compute is held and by
+// how many pods; per pod UID, what it holds and whether that is only assumed
+// (reserved by a bind in flight) or confirmed (read back from the pod's
+// allocation annotation). It is rebuilt from the API server's list+watch, so
+// a restart yields the same ledger; it owns no I/O and reads no clock.
+//
+// Pod states, after kube-scheduler's internal cache (pkg/scheduler/internal/cache):
+//
+//                 assume()                 confirm()
+//     (absent) -----------> Assumed -----------------> Confirmed <--+
+//        ^  ^                 |  |                        |  |      | confirm()
+//        |  |     forget()    |  | expire(now) past       |  +------+ (annotation changed)
+//        |  +-----------------+  | its deadline           |
+//        +-----------------------+                        | remove() (deleted, terminal,
+//        |                                                |  or bound without fracpack cards)
+//        +------------------------------------------------+
+//     confirm() on an absent pod enters Confirmed directly (a restart, or a
+//     pod bound by another replica): the annotation is the source of truth.
+//
+// Invariants (check_invariants(), run by the tests and by debug builds after
+// every mutation): every card's used memory, used cores and sharer count equal
+// the sums over the pods placed on it; assume() never takes a card past its
+// memory or past 1000 milli of compute. confirm() records what the API says
+// even when that over-commits a card (another scheduler may have put it
+// there); such cards are counted by overcommitted_cards() and accept nothing
+// new until they drain.
+//
+// Cost: every pod operation is O(cards of its node); a node update that changes
+// the cards re-applies that node's pods; one that does not is O(cards).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "scheduling/model.h"
+#include "scheduling/result.h"
+
+namespace fracpack::scheduling {
+
+using Clock = std::chrono::steady_clock;
+
+// Usage of one card.
+struct CardUse {
+  int64_t memory_mib = 0;
+  int cores = 0;
+  int sharers = 0;
+  bool operator==(const CardUse&) const = default;
+};
+
+// A node with its current usage. Read-only outside the ledger.
+class NodeState {
+ public:
+  const NodeSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  bool present() const { return present_; }
+  const std::vector<Card>& cards() const { return spec_.cards; }
+  const std::vector<CardUse>& use() const { return use_; }
+
+  int64_t cpu_requested() const { return cpu_requested_; }
+  int64_t memory_requested() const { return memory_requested_; }
+  int64_t cpu_left() const { return spec_.cpu_milli - cpu_requested_; }
+  int64_t memory_left() const { return spec_.memory_bytes - memory_requested_; }
+
+  int free_cores(size_t pos) const { return kCardMilli - use_[pos].cores; }
+  int64_t free_memory(size_t pos) const { return spec_.cards[pos].memory_mib - use_[pos].memory_mib; }
+  // Position of the card with this device index, or -1.
+  int position_of(int index) const;
+
+  // Bumped on every change of usage or cards: evaluation caches key on it.
+  uint64_t version() const { return version_; }
+  // Pods placed here (confirmed or assumed), by UID.
+  const std::unordered_set<std::string>& pods() const { return pods_; }
+  // GPU pods here by shape tag ("share-gpu", "1-gpu", "2-gpu", ...).
+  const std::map<std::string, int>& gpu_pod_tags() const { return tags_; }
+
+ private:
+  friend class Ledger;
+  NodeSpec spec_;
+  bool present_ = false;  // false: pods refer to it but the node object is unknown or gone
+  std::vector<CardUse> use_;
+  int64_t cpu_requested_ = 0;
+  int64_t memory_requested_ = 0;
+  uint64_t version_ = 0;
+  std::unordered_set<std::string> pods_;
+  std::map<std::string, int> tags_;
+};
+
+enum class PodPhase { kAssumed, kConfirmed };
+
+// What the ledger knows of one pod.
+struct PodRecord {
+  std::string uid;
+  std::string key;  // namespace/name, for messages
+  std::string node;
+  PodPhase phase = PodPhase::kConfirmed;
+  Clock::time_point deadline{};  // assumed pods only
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  Allocation allocation;
+  std::vector<CardCharge> charges;  // derived from allocation
+  std::string tag;                  // GPU shape tag, empty for pods without GPUs
+};
+
+// The pod-level facts a placement commits besides its cards.
+struct PodFacts {
+  std::string uid;
+  std::string key;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+};
+
+class Ledger {
+ public:
+  Ledger() = default;
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+  Ledger(Ledger&&) = default;
+  Ledger& operator=(Ledger&&) = default;
+
+  // --- nodes ---
+  // Adds or replaces a node's description. Its pods stay; if its cards
+  // changed, their charges are re-applied to the new cards.
+  void upsert_node(NodeSpec spec);
+  // The node is gone: it takes no placements; its pods' records stay until
+  // they are removed themselves (a node can come back).
+  void remove_node(std::string_view name);
+
+  // --- pods ---
+  // Reserves the allocation for a bind in flight, if it still fits.
+  Status assume(const PodFacts& pod, Allocation allocation, Clock::time_point deadline);
+  // Records what the API server says the pod holds (its annotation), or that a
+  // pod without fracpack cards is bound to a node (empty allocation.containers).
+  // Replaces an assumed reservation of the same UID. Returns the number of
+  // cards this left over-committed (0 normally).
+  int confirm(const PodFacts& pod, Allocation allocation);
+  // Drops an assumed reservation (its bind failed). Confirmed pods are kept.
+  bool forget(std::string_view uid);
+  // The pod is deleted, terminal, or no longer bound: release whatever it holds.
+  bool remove(std::string_view uid);
+  // Drops assumed reservations whose deadline is <= now; returns their records.
+  std::vector<PodRecord> expire(Clock::time_point now);
+
+  // --- views ---
+  const NodeState* node(std::string_view name) const;
+  const PodRecord* pod(std::string_view uid) const;
+  // Nodes by name, present or not; stable order (sorted by name).
+  const std::map<std::string, NodeState, std::less<>>& nodes() const { return nodes_; }
+  size_t pod_count() const { return pods_.size(); }
+  size_t assumed_count() const { return assumed_.size(); }
+  // Cluster totals over present nodes' schedulable and unschedulable cards.
+  int64_t total_cores_used() const { return total_cores_used_; }
+  int overcommitted_cards() const;
+
+  // Checks every invariant; the error names the first violation. With
+  // `capacity` false only the accounting is checked (the sums), not that cards
+  // stay within their capacity (which confirm() may legitimately break).
+  Status check_invariants(bool capacity = true) const;
+
+ private:
+  NodeState& node_entry(const std::string& name);
+  void apply(NodeState& node, const PodRecord& pod, int sign);
+  void insert(PodRecord record);
+  void erase(std::unordered_map<std::string, PodRecord>::iterator it);
+  void maybe_drop_node(const std::string& name);
+  void debug_check() const;
+
+  std::map<std::string, NodeState, std::less<>> nodes_;
+  std::unordered_map<std::string, PodRecord> pods_;
+  std::unordered_set<std::string> assumed_;
+  int64_t total_cores_used_ = 0;
+};
+
+// Shape tag of an allocation, as GpuClustering groups pods: "share-gpu" when
+// any card is shared, otherwise "<cards>-gpu"; empty without cards.
+std::string gpu_shape_tag(const Allocation& allocation);
+
+// Does the allocation fit the node's current free capacity and constraints of
+// card health? Returns the reason when it does not. Used by assume(); exposed
+// for the bind path's messages.
+Status allocation_fits(const NodeState& node, const Allocation& allocation);
+
+}  // namespace fracpack::scheduling

@@ -1,0 +1,113 @@
+// The scheduling model: what a node's GPUs are, what a pod asks for, and what
+// it was given. These are plain values, built by the adapters (k8s/ from API
+// objects, the replay from trace rows) after validation; the engine trusts them.
+//
+// Units: card compute is counted in per-mille of one card ("milli", 1000 = the
+// whole card; the contract's percent times 10, the openb trace's gpu_milli);
+// card memory in MiB; node CPU in millicores; node memory in bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fracpack::scheduling {
+
+inline constexpr int kCardMilli = 1000;  // compute of one whole card
+
+// One GPU card of a node, as discovered (device annotation or GFD labels).
+struct Card {
+  int index = 0;             // device index the device plugin uses
+  std::string uuid;          // "GPU-..." or empty when unknown
+  std::string model;         // e.g. "V100M32", "A100-SXM4-80GB"
+  int64_t memory_mib = 0;    // total memory of the card
+  int numa = 0;              // NUMA node of the card
+  bool healthy = true;       // unhealthy cards take no new placements
+  bool cordoned = false;     // operator-excluded from new placements
+
+  bool schedulable() const { return healthy && !cordoned; }
+  bool operator==(const Card&) const = default;
+};
+
+// A node as the engine needs it. Cards are sorted by index, indices unique.
+struct NodeSpec {
+  std::string name;
+  int64_t cpu_milli = 0;     // allocatable CPU
+  int64_t memory_bytes = 0;  // allocatable memory
+  std::vector<Card> cards;
+
+  bool operator==(const NodeSpec&) const = default;
+};
+
+// What one container asks for on each of its cards.
+struct ContainerRequest {
+  std::string name;
+  bool init = false;         // a (non-sidecar) init container: runs alone, before the app containers
+  int cards = 0;             // number of distinct cards, >= 1
+  int64_t memory_mib = 0;    // per card, absolute; or
+  int memory_percent = 0;    // per card, percent of that card's memory (0..100)
+  int cores = 0;             // per card, milli of compute (0..1000); 1000 = exclusive card
+
+  // Memory this container needs on a card of the given size (percent rounds up).
+  int64_t memory_on(int64_t card_memory_mib) const {
+    return memory_mib + (card_memory_mib * memory_percent + 99) / 100;
+  }
+  bool operator==(const ContainerRequest&) const = default;
+};
+
+// A pod's placement request: node-level CPU/memory (for the policies that
+// weigh them, and the replay's feasibility), its GPU containers and constraints.
+struct PodRequest {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  std::vector<ContainerRequest> containers;   // only containers that ask for GPUs
+  std::vector<std::string> allowed_models;    // empty: any model
+  std::vector<std::string> uuid_allow;        // empty: any card
+  std::vector<std::string> uuid_exclude;
+  bool numa_single = false;                   // all cards of a container on one NUMA node
+
+  bool wants_gpu() const { return !containers.empty(); }
+  std::string key() const { return namespace_name + "/" + name; }
+};
+
+// One card's share given to one container.
+struct CardShare {
+  int index = 0;
+  std::string uuid;
+  int64_t memory_mib = 0;
+  int cores = 0;  // milli
+  bool operator==(const CardShare&) const = default;
+};
+
+struct ContainerAllocation {
+  std::string name;
+  bool init = false;
+  std::vector<CardShare> cards;
+  bool operator==(const ContainerAllocation&) const = default;
+};
+
+// The placement of one pod: the record written to the pod's annotation.
+struct Allocation {
+  std::string node;
+  std::vector<ContainerAllocation> containers;
+  bool operator==(const Allocation&) const = default;
+};
+
+// What a pod holds on one card. App containers run together, init containers
+// one at a time before them, so the pod's hold is, per dimension, the max of
+// (sum over app containers, each init container): Kubernetes' effective-request
+// rule applied card by card.
+struct CardCharge {
+  int index = 0;
+  int64_t memory_mib = 0;
+  int cores = 0;
+  bool operator==(const CardCharge&) const = default;
+};
+
+// Charges of an allocation, sorted by card index.
+std::vector<CardCharge> charges_of(const Allocation& allocation);
+
+}  // namespace fracpack::scheduling

@@ -1,0 +1,42 @@
+#include "scheduling/policy.h"
+
+#include "scheduling/policies/policies.h"
+
+namespace fracpack::scheduling {
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> kNames = {"random",  "dotprod", "gpuclustering", "gpupacking", "bestfit",
+                                                  "fgd",     "binpack", "spread",        "fracpack"};
+  return kNames;
+}
+
+Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const PolicyOptions& options) {
+  std::unique_ptr<Policy> p;
+  if (name == "random") p = policies::make_random(options.seed);
+  if (name == "dotprod") p = policies::make_dotprod();
+  if (name == "gpuclustering") p = policies::make_gpuclustering();
+  if (name == "gpupacking") p = policies::make_gpupacking();
+  if (name == "bestfit") p = policies::make_bestfit();
+  if (name == "binpack") p = policies::make_binpack();
+  if (name == "spread") p = policies::make_spread();
+  if (name == "fgd") {
+    if (!options.workload || options.workload->empty()) return Error{"policy fgd needs a target workload"};
+    p = policies::make_fgd(options.workload);
+  }
+  if (name == "fracpack") p = policies::make_fracpack(options);
+  if (!p) {
+    std::string known;
+    for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+    return Error{"unknown policy \"" + std::string(name) + "\" (known: " + known + ")"};
+  }
+  return p;
+}
+
+int64_t extender_score(int64_t score, int64_t min_score, int64_t max_score) {
+  if (max_score <= min_score) return 10;
+  const long double x = static_cast<long double>(score - min_score) / static_cast<long double>(max_score - min_score);
+  const auto s = static_cast<int64_t>(x * 10.0L + 0.5L);
+  return s < 0 ? 0 : (s > 10 ? 10 : s);
+}
+
+}  // namespace fracpack::scheduling

@@ -1,0 +1,72 @@
+// Placement policies: one interface for node scoring and card choice, so the
+// score kube-scheduler sees (prioritize) and the cards bind takes come from
+// the same evaluation. Filtering is policy-independent (fit.h).
+//
+//   random, dotprod, gpuclustering, gpupacking, bestfit, fgd
+//       the FGD paper's six policies, exactly as the simulator scores them
+//       (replay-spec §5): integer scores, the simulator's GPU choice;
+//   binpack, spread
+//       HAMi-style: fill the busiest node and card first, or the idlest;
+//   fracpack
+//       our default: fragmentation-aware in both card dimensions (compute and
+//       memory), fine-grained, with a target workload learned online.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduling/fit.h"
+#include "scheduling/ledger.h"
+#include "scheduling/workload.h"
+
+namespace fracpack::scheduling {
+
+struct Evaluation {
+  int64_t score = 0;  // higher is better; range per policy (score_range())
+  Picks picks;        // the cards the pod gets on this node
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+
+  // True when evaluate() depends only on the pod's demand and the node's
+  // state (its version), so callers may cache results per node version.
+  virtual bool cacheable() const { return true; }
+  // Nominal [min, max] of scores, for mapping to kube-scheduler's 0..10.
+  virtual std::pair<int64_t, int64_t> score_range() const { return {0, 100}; }
+
+  // Scores a node and picks the pod's cards on it. Returns false when the
+  // pod does not fit (callers normally filter first).
+  virtual bool evaluate(const PodRequest& pod, const NodeState& node, Evaluation& out) = 0;
+
+  // Called when a pod has been placed (policies that learn the workload).
+  virtual void observe(const PodRequest& /*pod*/) {}
+  // Changes whenever evaluate() may answer differently for the same node
+  // state (a learning policy's target moved): cache keys include it.
+  virtual uint64_t generation() const { return 0; }
+};
+
+struct PolicyOptions {
+  // Target workload for fgd (required) and fracpack (initial target; it then
+  // learns from observe() unless `learn` is false).
+  std::shared_ptr<const Workload> workload;
+  uint64_t seed = 42;        // random
+  bool learn = true;         // fracpack: learn the workload online
+  double learn_half_life = 2000;
+};
+
+// The names make_policy() accepts, in the order reports list them.
+const std::vector<std::string>& policy_names();
+
+Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const PolicyOptions& options);
+
+// Maps a policy score onto kube-scheduler's extender range 0..10 relative to
+// the other candidates: the best candidate(s) get 10, the worst 0.
+int64_t extender_score(int64_t score, int64_t min_score, int64_t max_score);
+
+}  // namespace fracpack::scheduling

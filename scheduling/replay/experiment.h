@@ -1,0 +1,96 @@
+// The FGD paper's experiment (replay-spec §3, §6, §7): one (workload, policy,
+// seed) run places the tuned, shuffled trace one pod at a time on the 1213
+// openb GPU nodes, never deleting or retrying, and records allocation and
+// fragmentation after every arrival; the results are bucketed by arrived
+// GPU demand (x = 0..130 % of capacity) as the paper's CSVs are.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduling/policy.h"
+#include "scheduling/replay/openb.h"
+#include "scheduling/workload.h"
+
+namespace fracpack::replay {
+
+inline constexpr int kColumns = 131;  // x = 0..130
+
+struct ExperimentOptions {
+  double tune = 1.3;
+  int64_t seed = 42;
+  // Go's rngCooked table (bit-exact arrival order); null: a portable RNG.
+  std::shared_ptr<const std::vector<int64_t>> go_cooked;
+  // Draws consumed by the simulator's informer goroutines before the node
+  // permutation (replay-spec §3.3: 10 reproduced every authors' run).
+  int extra_draws = 10;
+};
+
+// Everything a run needs that does not depend on the policy.
+struct ExperimentSetup {
+  std::vector<OpenbNode> nodes;            // sorted by trace name
+  std::vector<std::string> node_names;     // "%04d-" + trace name (the permutation prefix)
+  std::vector<OpenbPod> arrivals;          // tuned, shuffled; copies named "<name>-tuned-<i>"
+  std::shared_ptr<const scheduling::Workload> typical;  // typical pods of the untuned trace
+  int64_t total_gpus = 0;
+  bool exact_rng = false;
+};
+
+ExperimentSetup prepare_experiment(std::vector<OpenbNode> nodes, std::vector<OpenbPod> pods,
+                                   const ExperimentOptions& options);
+
+// One bucketed curve per metric (NaN where a bucket is empty).
+struct Curves {
+  std::array<double, kColumns> alloc{};       // MilliGpu allocation, % (rounded to 2 dp)
+  std::array<double, kColumns> frag{};        // fragmentation, % of capacity (rounded to 2 dp)
+  std::array<double, kColumns> frag_ratio{};  // fragmentation, % of idle GPU (mean, unrounded)
+};
+
+// Metrics after one arrival, as the simulator logs them.
+struct ArrivalMetrics {
+  int64_t arrived_gpu_milli = 0;
+  int64_t used_gpu_milli = 0;
+  double frag_milli = 0;   // rounded to 2 dp as the simulator logs it
+  double frag_ratio = 0;   // rounded to 2 dp
+};
+
+struct Placement {
+  std::string pod;
+  std::string node;  // empty: failed
+  std::vector<int> cards;
+};
+
+struct RunResult {
+  std::string policy;
+  int64_t seed = 0;
+  Curves curves;
+  size_t arrivals = 0;
+  size_t failed = 0;
+  int64_t used_gpu_milli = 0;      // at the end
+  double final_frag_milli = 0;     // at the end
+  double seconds = 0;              // wall time of the placement loop
+  std::vector<Placement> placements;  // when requested
+  std::vector<ArrivalMetrics> events;  // when requested: one per arrival
+};
+
+struct RunOptions {
+  bool record_placements = false;
+  bool record_events = false;
+  bool learn = true;  // fracpack: learn the workload online (else the trace's typical pods)
+};
+
+// Runs one policy over a prepared experiment.
+Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string& policy, int64_t seed,
+                                 const RunOptions& options = {});
+
+// Per-arrival metrics -> bucketed curves (replay-spec §7). Exposed for tests.
+Curves bucket(const std::vector<ArrivalMetrics>& events, int64_t total_gpus);
+
+// Python's round(x, 2) (correctly rounded decimal, ties to even on exact halves).
+double round2(double x);
+
+}  // namespace fracpack::replay

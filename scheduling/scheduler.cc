@@ -1,0 +1,106 @@
+#include "scheduling/scheduler.h"
+
+#include <algorithm>
+#include <map>
+
+namespace fracpack::scheduling {
+
+std::string demand_key(const PodRequest& pod) {
+  std::string k = std::to_string(pod.cpu_milli) + "/" + std::to_string(pod.memory_bytes);
+  for (const ContainerRequest& c : pod.containers) {
+    k += "|" + std::string(c.init ? "i" : "a") + std::to_string(c.cards) + "x" + std::to_string(c.cores) + "," +
+         std::to_string(c.memory_mib) + "," + std::to_string(c.memory_percent);
+  }
+  k += "|m";
+  for (const auto& m : pod.allowed_models) k += m + ";";
+  k += "|u";
+  for (const auto& u : pod.uuid_allow) k += u + ";";
+  k += "|x";
+  for (const auto& u : pod.uuid_exclude) k += u + ";";
+  if (pod.numa_single) k += "|numa";
+  return k;
+}
+
+Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::vector<std::string> order)
+    : ledger_(ledger), policy_(policy), options_(options) {
+  for (const auto& name : order) {
+    if (const NodeState* n = ledger_.node(name)) nodes_.push_back(n);
+  }
+}
+
+std::vector<Scheduler::Entry>& Scheduler::entries_for(const PodRequest& pod) {
+  auto& v = cache_[demand_key(pod)];
+  if (v.size() != nodes_.size()) v.assign(nodes_.size(), Entry{});
+  return v;
+}
+
+Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
+  Decision d;
+  const bool cacheable = policy_.cacheable();
+  std::vector<Entry>* entries = cacheable ? &entries_for(pod) : nullptr;
+  const uint64_t generation = policy_.generation();
+  Entry scratch;
+  int best = -1;
+  int64_t best_score = 0;
+  Picks best_picks;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const NodeState& node = *nodes_[i];
+    Entry& e = cacheable ? (*entries)[i] : scratch;
+    if (!cacheable || e.version != node.version() || e.generation != generation) {
+      e.version = node.version();
+      e.generation = generation;
+      e.feasible = fits(pod, node, options_) && policy_.evaluate(pod, node, e.eval);
+    }
+    if (!e.feasible) continue;
+    ++d.feasible;
+    if (best < 0 || e.eval.score > best_score) {
+      best = static_cast<int>(i);
+      best_score = e.eval.score;
+      best_picks = e.eval.picks;
+    }
+  }
+  if (best < 0) {
+    d.reason = explain ? explain_failure(pod) : "no node fits";
+    return d;
+  }
+  const NodeState& node = *nodes_[static_cast<size_t>(best)];
+  d.placed = true;
+  d.node = &node;
+  d.score = best_score;
+  d.allocation = materialize(pod, node, best_picks);
+  if (commit) {
+    const PodFacts facts{pod.uid, pod.key(), pod.cpu_milli, pod.memory_bytes};
+    if (Status s = ledger_.assume(facts, d.allocation, Clock::time_point::max()); !s.ok()) {
+      // Cannot happen when fits() and the policy agree; report rather than over-commit.
+      d.placed = false;
+      d.reason = "internal: chosen placement rejected by the ledger: " + s.message();
+      return d;
+    }
+    ledger_.confirm(facts, d.allocation);
+    policy_.observe(pod);
+  }
+  return d;
+}
+
+std::string Scheduler::explain_failure(const PodRequest& pod) const {
+  std::map<std::string, int> counts;
+  static const BestCardRanker kBest;
+  for (const NodeState* n : nodes_) {
+    FitResult r = fit(pod, *n, options_, kBest);
+    if (!r.fits) {
+      // Aggregate like kube-scheduler's "0/N nodes are available": drop the numbers.
+      std::string reason = r.reason;
+      const size_t colon = reason.find(':');
+      if (colon != std::string::npos && reason.rfind("insufficient", 0) == 0) reason.resize(colon);
+      ++counts[reason];
+    }
+  }
+  std::vector<std::pair<int, std::string>> sorted;
+  for (auto& [r, c] : counts) sorted.emplace_back(c, r);
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = "0/" + std::to_string(nodes_.size()) + " nodes are available";
+  for (size_t i = 0; i < sorted.size(); ++i) out += (i == 0 ? ": " : ", ") + std::to_string(sorted[i].first) + " " + sorted[i].second;
+  return out;
+}
+
+}  // namespace fracpack::scheduling

@@ -1,0 +1,86 @@
+#include "scheduling/workload.h"
+
+#include <algorithm>
+
+namespace fracpack::scheduling {
+
+PodShape shape_of(const PodRequest& pod) {
+  PodShape s;
+  // The FGD simulator counts a zero CPU request as 100m (GetPodResource).
+  s.cpu_milli = pod.cpu_milli == 0 ? 100 : pod.cpu_milli;
+  for (const ContainerRequest& c : pod.containers) {
+    if (c.init) continue;
+    s.cards += c.cards;
+    s.cores = std::max(s.cores, c.cores);
+    s.memory_mib = std::max(s.memory_mib, c.memory_mib);
+    s.memory_percent = std::max(s.memory_percent, c.memory_percent);
+  }
+  for (const auto& m : pod.allowed_models) s.models += (s.models.empty() ? "" : "|") + m;
+  return s;
+}
+
+namespace {
+
+// Count-descending order with the simulator's tie rule (TargetPodList.Less, reversed).
+bool before(const std::pair<PodShape, double>& a, const std::pair<PodShape, double>& b) {
+  if (a.second != b.second) return a.second > b.second;
+  const PodShape& x = a.first;
+  const PodShape& y = b.first;
+  if (x.cpu_milli != y.cpu_milli) return x.cpu_milli > y.cpu_milli;
+  if (x.cores != y.cores) return x.cores > y.cores;
+  if (x.cards != y.cards) return x.cards > y.cards;
+  if (x.models != y.models) return x.models > y.models;
+  if (x.memory_mib != y.memory_mib) return x.memory_mib > y.memory_mib;
+  return x.memory_percent > y.memory_percent;
+}
+
+Workload typical_from_counts(std::vector<std::pair<PodShape, double>> counted, double total, int popularity) {
+  std::sort(counted.begin(), counted.end(), before);
+  // GetTypicalPods: take entries until the running count reaches the threshold.
+  const double expected = static_cast<double>(popularity) * total / 100.0;
+  double cum = 0;
+  size_t taken = 0;
+  std::vector<WorkloadEntry> out;
+  while (cum < expected && taken < counted.size()) {
+    cum += counted[taken].second;
+    out.push_back(WorkloadEntry{counted[taken].first, counted[taken].second / total});
+    ++taken;
+  }
+  if (taken < counted.size()) {
+    for (auto& e : out) e.share /= cum / total;  // renormalise after the cut
+  }
+  return Workload(std::move(out));
+}
+
+}  // namespace
+
+Workload Workload::typical(std::span<const PodShape> pods, int popularity_percent) {
+  std::map<PodShape, double> counts;
+  for (const PodShape& p : pods) counts[p] += 1;
+  std::vector<std::pair<PodShape, double>> counted(counts.begin(), counts.end());
+  return typical_from_counts(std::move(counted), static_cast<double>(pods.size()), popularity_percent);
+}
+
+void LearnedWorkload::observe(const PodShape& shape) {
+  // w_i(t) = decay^(t - t_i); stored as w_i / decay^t so old entries need no update.
+  scale_ /= decay_;
+  if (scale_ > 1e200) {  // rescale before overflow
+    for (auto& [s, w] : weight_) w /= scale_;
+    scale_ = 1.0;
+  }
+  weight_[shape] += scale_;
+  ++observations_;
+}
+
+Workload LearnedWorkload::snapshot() const {
+  if (weight_.empty()) return Workload{};
+  std::vector<std::pair<PodShape, double>> counted;
+  double total = 0;
+  for (const auto& [s, w] : weight_) {
+    counted.emplace_back(s, w / scale_);
+    total += w / scale_;
+  }
+  return typical_from_counts(std::move(counted), total, popularity_);
+}
+
+}  // namespace fracpack::scheduling

@@ -1,0 +1,80 @@
+// The target workload: the pod shapes a cluster expects, with their shares.
+// FGD measures fragmentation against it (replay-spec §5.1, §6.2); fracpack's
+// own policy learns it online. Built either from a trace by the FGD rule
+// (typical pods) or from a decayed count of the pods seen.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "scheduling/model.h"
+
+namespace fracpack::scheduling {
+
+// A pod's demand as the fragmentation measure sees it: node CPU plus one
+// per-card share repeated over `cards` cards.
+struct PodShape {
+  int64_t cpu_milli = 0;
+  int cores = 0;             // per card, milli
+  int cards = 0;             // 0 for pods without GPUs
+  int64_t memory_mib = 0;    // per card (absolute part)
+  int memory_percent = 0;    // per card (relative part)
+  std::string models;        // allowed models joined by '|', empty: any
+
+  auto operator<=>(const PodShape&) const = default;
+  bool operator==(const PodShape&) const = default;
+};
+
+// The shape of a pod request. Several GPU containers collapse into one shape
+// with their total card count and their largest per-card share.
+PodShape shape_of(const PodRequest& pod);
+
+struct WorkloadEntry {
+  PodShape shape;
+  double share = 0;  // probability; the entries' shares sum to 1
+};
+
+class Workload {
+ public:
+  Workload() = default;
+  explicit Workload(std::vector<WorkloadEntry> entries) : entries_(std::move(entries)) {}
+
+  // FGD's typical pods (replay-spec §5.1, the simulator's GetTypicalPods):
+  // count shapes, sort by count descending (ties: descending cpu, cores,
+  // cards, models), keep the top ones until they cover `popularity_percent`
+  // of the pods, renormalise. Floating-point steps as in the simulator.
+  static Workload typical(std::span<const PodShape> pods, int popularity_percent = 95);
+
+  const std::vector<WorkloadEntry>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::vector<WorkloadEntry> entries_;
+};
+
+// A workload learned from the pods seen: exponentially decayed counts per
+// shape, so the target follows a drifting mix. Every `half_life` observations
+// an old observation's weight halves.
+class LearnedWorkload {
+ public:
+  explicit LearnedWorkload(double half_life = 2000, int popularity_percent = 95)
+      : decay_(half_life > 0 ? std::pow(0.5, 1.0 / half_life) : 1.0), popularity_(popularity_percent) {}
+
+  void observe(const PodShape& shape);
+  // The current target (typical shapes by weight); empty before any pod.
+  Workload snapshot() const;
+  uint64_t observations() const { return observations_; }
+
+ private:
+  double decay_;
+  int popularity_;
+  double scale_ = 1.0;  // weights are stored divided by the running decay factor
+  uint64_t observations_ = 0;
+  std::map<PodShape, double> weight_;
+};
+
+}  // namespace fracpack::scheduling

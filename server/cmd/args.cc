@@ -1,0 +1,106 @@
+#include "server/cmd/args.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace fracpack::cli {
+
+Result<Args> Args::parse(const std::vector<std::string>& argv, const std::set<std::string>& valued,
+                         const std::set<std::string>& switches) {
+  Args a;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      a.positional_.push_back(arg);
+      continue;
+    }
+    std::string flag = arg.substr(2);
+    std::optional<std::string> value;
+    if (const size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+    }
+    if (valued.count(flag) != 0) {
+      if (!value) {
+        if (i + 1 >= argv.size()) return Error{"flag --" + flag + " needs a value"};
+        value = argv[++i];
+      }
+      a.values_[flag] = *value;
+    } else if (switches.count(flag) != 0) {
+      if (value) return Error{"flag --" + flag + " takes no value"};
+      a.switches_.insert(flag);
+    } else {
+      return Error{"unknown flag --" + flag + " (see --help)"};
+    }
+  }
+  return a;
+}
+
+std::optional<std::string> Args::get(const std::string& flag) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Args::get_or(const std::string& flag, const std::string& fallback) const {
+  return get(flag).value_or(fallback);
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read " + path};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error{"error reading " + path};
+  return ss.str();
+}
+
+Status write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Error{"cannot write " + path};
+  out << content;
+  out.close();
+  if (!out) return Error{"error writing " + path};
+  return Status::Ok();
+}
+
+std::vector<std::string> split_list(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t s = 0;
+  while (s <= text.size()) {
+    const size_t e = text.find(sep, s);
+    std::string part = text.substr(s, e == std::string::npos ? std::string::npos : e - s);
+    if (!part.empty()) out.push_back(part);
+    if (e == std::string::npos) break;
+    s = e + 1;
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> parse_seed_list(const std::string& text) {
+  auto num = [](const std::string& s) -> std::optional<int64_t> {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
+  };
+  std::vector<int64_t> out;
+  for (const auto& part : split_list(text)) {
+    const size_t dash = part.find('-', 1);
+    if (dash != std::string::npos) {
+      auto a = num(part.substr(0, dash));
+      auto b = num(part.substr(dash + 1));
+      if (!a || !b || *b < *a || *b - *a > 10000) return Error{"bad seed range \"" + part + "\" (e.g. 42-51)"};
+      for (int64_t s = *a; s <= *b; ++s) out.push_back(s);
+    } else {
+      auto a = num(part);
+      if (!a) return Error{"bad seed \"" + part + "\""};
+      out.push_back(*a);
+    }
+  }
+  if (out.empty()) return Error{"no seeds given"};
+  return out;
+}
+
+}  // namespace fracpack::cli

@@ -1,0 +1,43 @@
+// Command-line parsing shared by the subcommands: "--flag value",
+// "--flag=value" and boolean "--flag"; positional arguments in order.
+// Unknown flags are errors naming the flag.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scheduling/result.h"
+
+namespace fracpack::cli {
+
+class Args {
+ public:
+  // `valued` flags take a value; `switches` do not.
+  static Result<Args> parse(const std::vector<std::string>& argv, const std::set<std::string>& valued,
+                            const std::set<std::string>& switches);
+
+  bool has(const std::string& flag) const { return values_.count(flag) != 0 || switches_.count(flag) != 0; }
+  std::optional<std::string> get(const std::string& flag) const;
+  std::string get_or(const std::string& flag, const std::string& fallback) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> switches_;
+  std::vector<std::string> positional_;
+};
+
+// Reads a whole file; the error names the path.
+Result<std::string> read_file(const std::string& path);
+// Writes a whole file; the error names the path.
+Status write_file(const std::string& path, const std::string& content);
+
+// "42-51" or "42,43,50" or "42".
+Result<std::vector<int64_t>> parse_seed_list(const std::string& text);
+// "fgd,bestfit".
+std::vector<std::string> split_list(const std::string& text, char sep = ',');
+
+}  // namespace fracpack::cli

@@ -1,0 +1,24 @@
+// The fracpack binary's subcommands. Each takes its arguments (after the
+// subcommand words) and returns the process exit code: 0 success, 1 failure,
+// 2 usage error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduling/result.h"
+
+namespace fracpack::cli {
+
+int cmd_replay_openb(const std::vector<std::string>& argv);
+
+// Prints "fracpack: <message>" to stderr and returns 2 (usage) or 1 (failure).
+int usage_error(const std::string& message);
+int fail(const std::string& message);
+
+// Go's rngCooked table from rng.go; null (with a warning) when the default
+// path is missing and none was given explicitly.
+Result<std::shared_ptr<const std::vector<int64_t>>> load_go_rng(const std::string& path, bool explicit_path);
+
+}  // namespace fracpack::cli

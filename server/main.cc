@@ -1,0 +1,57 @@
+// fracpack: a kube-scheduler extender for fractional GPU placement.
+// One binary, subcommands by layer: replay and convert drive the scheduling
+// core offline; serve (the extender) and inspect come with the HTTP service.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "server/cmd/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: fracpack <command> [options]
+
+commands:
+  replay openb      replay the FGD paper's experiment on the Alibaba openb trace
+  version           print the version
+
+Run "fracpack <command> --help" for a command's options.
+)";
+
+}  // namespace
+
+namespace fracpack::cli {
+
+int usage_error(const std::string& message) {
+  std::cerr << "fracpack: " << message << "\n";
+  return 2;
+}
+
+int fail(const std::string& message) {
+  std::cerr << "fracpack: " << message << "\n";
+  return 1;
+}
+
+}  // namespace fracpack::cli
+
+int main(int argc, char** argv) {
+  using namespace fracpack::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto rest = [&](size_t n) { return std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(n), args.end()); };
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      std::cout << kUsage;
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "version" || args[0] == "--version") {
+      std::cout << "fracpack " << FRACPACK_VERSION << "\n";
+      return 0;
+    }
+    if (args[0] == "replay" && args.size() >= 2 && args[1] == "openb") return cmd_replay_openb(rest(2));
+    if (args[0] == "replay") return usage_error("replay needs a source: openb");
+    return usage_error("unknown command \"" + args[0] + "\" (see fracpack --help)");
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  }
+}

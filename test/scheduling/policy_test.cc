@@ -1,0 +1,139 @@
+#include "scheduling/policy.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduling/scheduler.h"
+#include "test/testlib.h"
+
+namespace fracpack::scheduling {
+namespace {
+
+using fracpack::testing::node;
+using fracpack::testing::pod;
+
+// A node whose cards have the given free compute.
+Ledger ledger_with_free(std::initializer_list<int> free) {
+  Ledger l;
+  l.upsert_node(node("n", static_cast<int>(free.size())));
+  Allocation used;
+  used.node = "n";
+  int index = 0;
+  ContainerAllocation c{"x", false, {}};
+  for (int f : free) {
+    if (f < 1000) c.cards.push_back(CardShare{index, "", 0, 1000 - f});
+    ++index;
+  }
+  if (!c.cards.empty()) {
+    used.containers.push_back(c);
+    l.confirm(PodFacts{"used", "d/used", 0, 0}, used);
+  }
+  return l;
+}
+
+int64_t score(const std::string& policy, const Ledger& l, const PodRequest& p) {
+  auto pol = make_policy(policy, PolicyOptions{});
+  EXPECT_TRUE(pol.ok());
+  Evaluation e;
+  EXPECT_TRUE((*pol)->evaluate(p, *l.node("n"), e));
+  return e.score;
+}
+
+// replay-spec §5.6 vectors (gpu_packing_score_test.go).
+TEST(Policy, GpuPackingVectors) {
+  EXPECT_EQ(score("gpupacking", ledger_with_free({200, 1000, 1000, 500}), pod("a", 2, 1000)), 48);
+  EXPECT_EQ(score("gpupacking", ledger_with_free({1000, 1000, 1000, 1000}), pod("a", 2, 1000)), 29);
+  EXPECT_EQ(score("gpupacking", ledger_with_free({1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}), pod("a", 1, 1000)), 25);
+  EXPECT_EQ(score("gpupacking", ledger_with_free({200, 1000, 1000, 500}), pod("a", 2, 200)), 93);
+  EXPECT_EQ(score("gpupacking", ledger_with_free({200, 1000}), pod("cpu", 0, 0)), 0);
+}
+
+TEST(Policy, GpuClusteringGroupsShapes) {
+  Ledger l = ledger_with_free({1000, 1000});  // no pods: base 25*(8000-2000)/8000 = 18, +25 idle
+  EXPECT_EQ(score("gpuclustering", l, pod("a", 1, 500)), 18 + 25);
+  Allocation a;
+  a.node = "n";
+  a.containers.push_back(ContainerAllocation{"m", false, {CardShare{0, "", 0, 500}}});
+  l.confirm(PodFacts{"s", "d/s", 0, 0}, a);  // one share pod: Gfree 1500 -> base 20
+  EXPECT_EQ(score("gpuclustering", l, pod("b", 1, 300)), 20 + 75);
+  EXPECT_EQ(score("gpuclustering", l, pod("c", 1, 1000)), 20);
+  EXPECT_EQ(score("gpuclustering", l, pod("cpu", 0, 0)), 0);
+}
+
+TEST(Policy, BestFitAndDotProdPreferTighterNodes) {
+  Ledger full = ledger_with_free({300, 1000});
+  Ledger idle = ledger_with_free({1000, 1000});
+  for (const char* p : {"bestfit", "binpack"}) {
+    EXPECT_GT(score(p, full, pod("a", 1, 200)), score(p, idle, pod("a", 1, 200))) << p;
+  }
+  // DotProd's integer scores are coarse: equal here, never reversed.
+  EXPECT_GE(score("dotprod", full, pod("a", 1, 200)), score("dotprod", idle, pod("a", 1, 200)));
+  EXPECT_LT(score("spread", full, pod("a", 1, 200)), score("spread", idle, pod("a", 1, 200)));
+}
+
+TEST(Policy, FgdPicksTheCardThatFragmentsLeast) {
+  // Target workload: half-card pods. Free [600, 1000]: a 500 share on card 0
+  // leaves 100 stranded on it; on card 1 it leaves 600 + 500, both usable.
+  PolicyOptions o;
+  PodShape half{1000, 500, 1, 0, 0, ""};
+  o.workload = std::make_shared<Workload>(Workload({{half, 1.0}}));
+  auto fgd = make_policy("fgd", o);
+  ASSERT_TRUE(fgd.ok());
+  Ledger l = ledger_with_free({600, 1000});
+  Evaluation e;
+  ASSERT_TRUE((*fgd)->evaluate(pod("a", 1, 500), *l.node("n"), e));
+  EXPECT_EQ(e.picks.pos[0], 1);
+  EXPECT_EQ(e.score, 50);  // no change in fragmentation: sigmoid(0) = 0.5
+  ASSERT_TRUE((*fgd)->evaluate(pod("b", 1, 600), *l.node("n"), e));
+  EXPECT_EQ(e.picks.pos[0], 0);  // exactly fills card 0
+  auto fracpack = make_policy("fracpack", o);
+  ASSERT_TRUE(fracpack.ok());
+  ASSERT_TRUE((*fracpack)->evaluate(pod("a", 1, 500), *l.node("n"), e));
+  EXPECT_EQ(e.picks.pos[0], 1);
+}
+
+TEST(Policy, FactoryRejectsUnknownAndIncomplete) {
+  auto unknown = make_policy("tetris", PolicyOptions{});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.message().find("unknown policy \"tetris\""), std::string::npos);
+  auto fgd = make_policy("fgd", PolicyOptions{});
+  ASSERT_FALSE(fgd.ok());
+  EXPECT_NE(fgd.message().find("target workload"), std::string::npos);
+  for (const auto& name : policy_names()) {
+    PolicyOptions o;
+    o.workload = std::make_shared<Workload>(Workload({{PodShape{1000, 500, 1, 0, 0, ""}, 1.0}}));
+    EXPECT_TRUE(make_policy(name, o).ok()) << name;
+  }
+}
+
+TEST(Policy, ExtenderScoreMapsToZeroToTen) {
+  EXPECT_EQ(extender_score(50, 0, 100), 5);
+  EXPECT_EQ(extender_score(100, 0, 100), 10);
+  EXPECT_EQ(extender_score(0, 0, 100), 0);
+  EXPECT_EQ(extender_score(7, 7, 7), 10);
+  EXPECT_EQ(extender_score(-5, -10, 10), 3);  // 0.25 -> 2.5 rounds to 3
+}
+
+TEST(Scheduler, TiesGoToTheEarliestNodeAndFailuresAreExplained) {
+  Ledger l;
+  for (const char* n : {"a", "b", "c"}) l.upsert_node(node(n, 1));
+  auto pol = make_policy("bestfit", PolicyOptions{});
+  ASSERT_TRUE(pol.ok());
+  Scheduler s(l, **pol, FitOptions{}, {"c", "b", "a"});
+  Decision d = s.schedule(pod("p1", 1, 600));
+  ASSERT_TRUE(d.placed);
+  EXPECT_EQ(d.node->name(), "c");
+  d = s.schedule(pod("p2", 1, 400));  // fills c exactly: best fit
+  ASSERT_TRUE(d.placed);
+  EXPECT_EQ(d.node->name(), "c");
+  d = s.schedule(pod("p3", 1, 1000));
+  EXPECT_EQ(d.node->name(), "b");
+  d = s.schedule(pod("p4", 1, 1000));
+  EXPECT_EQ(d.node->name(), "a");
+  d = s.schedule(pod("p5", 1, 100), true, true);
+  EXPECT_FALSE(d.placed);
+  EXPECT_EQ(d.reason, "0/3 nodes are available: 3 insufficient GPU");
+  EXPECT_TRUE(l.check_invariants().ok());
+}
+
+}  // namespace
+}  // namespace fracpack::scheduling

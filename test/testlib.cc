@@ -1,0 +1,58 @@
+#include "test/testlib.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace fracpack::testing {
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("FRACPACK_SHARED"); env != nullptr && *env != '\0') return env;
+  return FRACPACK_SHARED_DIR;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<std::string> read_shared(const std::string& relative) { return read_file(shared_dir() + "/" + relative); }
+
+scheduling::NodeSpec node(const std::string& name, int gpus, int64_t memory_mib, const std::string& model,
+                          int64_t cpu_milli, int64_t memory_bytes) {
+  scheduling::NodeSpec n;
+  n.name = name;
+  n.cpu_milli = cpu_milli;
+  n.memory_bytes = memory_bytes;
+  for (int i = 0; i < gpus; ++i) {
+    scheduling::Card c;
+    c.index = i;
+    c.uuid = "GPU-" + name + "-" + std::to_string(i);
+    c.model = model;
+    c.memory_mib = memory_mib;
+    n.cards.push_back(c);
+  }
+  return n;
+}
+
+scheduling::PodRequest pod(const std::string& name, int cards, int cores_milli, int64_t memory_mib, int64_t cpu_milli) {
+  scheduling::PodRequest p;
+  p.uid = "uid-" + name;
+  p.namespace_name = "default";
+  p.name = name;
+  p.cpu_milli = cpu_milli;
+  if (cards > 0) {
+    scheduling::ContainerRequest c;
+    c.name = "main";
+    c.cards = cards;
+    c.cores = cores_milli;
+    c.memory_mib = memory_mib;
+    p.containers.push_back(c);
+  }
+  return p;
+}
+
+}  // namespace fracpack::testing

@@ -1,0 +1,26 @@
+// Helpers shared by the tests: where the shared data is, and small builders
+// for model objects.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduling/model.h"
+
+namespace fracpack::testing {
+
+// The shared data folder: $FRACPACK_SHARED, else the build's default.
+std::string shared_dir();
+// The contents of a file under the shared folder, or nullopt if absent.
+std::optional<std::string> read_shared(const std::string& relative);
+std::optional<std::string> read_file(const std::string& path);
+
+// A node with `gpus` identical cards.
+scheduling::NodeSpec node(const std::string& name, int gpus, int64_t memory_mib = 16384, const std::string& model = "T4",
+                          int64_t cpu_milli = 64000, int64_t memory_bytes = int64_t{256} << 30);
+// A pod with one GPU container.
+scheduling::PodRequest pod(const std::string& name, int cards, int cores_milli, int64_t memory_mib = 0,
+                           int64_t cpu_milli = 1000);
+
+}  // namespace fracpack::testing
