@@ -26,8 +26,14 @@ std::string percent(int milli) {
   return std::to_string(milli / 10) + "." + std::to_string(milli % 10) + "%";
 }
 
+// "1 GPU", "2 GPUs"; "none" for zero when `none` is set.
+std::string gpus(int n, bool none = false) {
+  if (n == 0 && none) return "none";
+  return std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
+}
+
 std::string describe(const ContainerRequest& c) {
-  std::string s = std::to_string(c.cards) + (c.cards == 1 ? " GPU" : " GPUs");
+  std::string s = gpus(c.cards);
   if (c.cores >= kCardMilli && (c.memory_percent >= 100)) return s + " exclusively";
   s += " with " + percent(c.cores) + " compute";
   if (c.memory_mib > 0) s += " and " + std::to_string(c.memory_mib) + " MiB";
@@ -317,27 +323,27 @@ FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& op
         for (const auto& m : pod.allowed_models) allowed += (allowed.empty() ? "" : "|") + m;
         r.reason = "no GPU of model " + allowed + " (node has " + cards.front().model + ")";
       } else if (!pod.uuid_allow.empty() || !pod.uuid_exclude.empty() || !pod.allowed_models.empty()) {
-        r.reason = who + " needs " + std::to_string(c.cards) + " GPUs matching the pod's model/UUID constraints, node has " +
-                   std::to_string(compatible);
+        r.reason = who + " needs " + gpus(c.cards) + " matching the pod's model/UUID constraints, node has " +
+                   gpus(compatible, true);
       } else {
-        r.reason = who + " needs " + std::to_string(c.cards) + " GPUs, node has " + std::to_string(compatible);
+        r.reason = who + " needs " + gpus(c.cards) + ", node has " + gpus(compatible, true);
       }
       return r;
     }
     if (sized < c.cards) {
       r.unresolvable = true;
-      r.reason = who + " needs " + std::to_string(c.cards) + " GPUs with at least " +
-                 std::to_string(c.memory_on(cards.front().memory_mib)) + " MiB, node has " + std::to_string(sized);
+      r.reason = who + " needs " + gpus(c.cards) + " with at least " +
+                 std::to_string(c.memory_on(cards.front().memory_mib)) + " MiB, node has " + gpus(sized, true);
       return r;
     }
     if (pod.numa_single && std::none_of(per_numa_sized.begin(), per_numa_sized.end(),
                                         [&](int n) { return n >= c.cards; })) {
       r.unresolvable = true;
-      r.reason = who + " needs " + std::to_string(c.cards) + " GPUs on one NUMA node, no NUMA node has that many";
+      r.reason = who + " needs " + gpus(c.cards) + " on one NUMA node, no NUMA node has that many";
       return r;
     }
     if (schedulable < c.cards) {
-      r.reason = who + " needs " + std::to_string(c.cards) + " GPUs, " + std::to_string(sized - schedulable) +
+      r.reason = who + " needs " + gpus(c.cards) + ", " + std::to_string(sized - schedulable) +
                  " of the node's suitable GPUs are unhealthy or cordoned";
       return r;
     }

@@ -14,6 +14,8 @@ constexpr const char* kUsage = R"(usage: fracpack <command> [options]
 
 commands:
   replay openb      replay the FGD paper's experiment on the Alibaba openb trace
+  replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods -A -o json)
+  convert openb     write the openb trace as a cluster snapshot
   version           print the version
 
 Run "fracpack <command> --help" for a command's options.
@@ -49,7 +51,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "openb") return cmd_replay_openb(rest(2));
-    if (args[0] == "replay") return usage_error("replay needs a source: openb");
+    if (args[0] == "replay" && args.size() >= 2 && args[1] == "snapshot") return cmd_replay_snapshot(rest(2));
+    if (args[0] == "convert" && args.size() >= 2 && args[1] == "openb") return cmd_convert_openb(rest(2));
+    if (args[0] == "replay" || args[0] == "convert") {
+      return usage_error(args[0] + " needs a source: " + (args[0] == "replay" ? "openb or snapshot" : "openb"));
+    }
     return usage_error("unknown command \"" + args[0] + "\" (see fracpack --help)");
   } catch (const std::exception& e) {
     return fail(std::string("internal error: ") + e.what());

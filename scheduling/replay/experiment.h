@@ -14,11 +14,10 @@
 
 #include "scheduling/policy.h"
 #include "scheduling/replay/openb.h"
+#include "scheduling/replay/sequence.h"
 #include "scheduling/workload.h"
 
 namespace fracpack::replay {
-
-inline constexpr int kColumns = 131;  // x = 0..130
 
 struct ExperimentOptions {
   double tune = 1.3;
@@ -43,38 +42,9 @@ struct ExperimentSetup {
 ExperimentSetup prepare_experiment(std::vector<OpenbNode> nodes, std::vector<OpenbPod> pods,
                                    const ExperimentOptions& options);
 
-// One bucketed curve per metric (NaN where a bucket is empty).
-struct Curves {
-  std::array<double, kColumns> alloc{};       // MilliGpu allocation, % (rounded to 2 dp)
-  std::array<double, kColumns> frag{};        // fragmentation, % of capacity (rounded to 2 dp)
-  std::array<double, kColumns> frag_ratio{};  // fragmentation, % of idle GPU (mean, unrounded)
-};
-
-// Metrics after one arrival, as the simulator logs them.
-struct ArrivalMetrics {
-  int64_t arrived_gpu_milli = 0;
-  int64_t used_gpu_milli = 0;
-  double frag_milli = 0;   // rounded to 2 dp as the simulator logs it
-  double frag_ratio = 0;   // rounded to 2 dp
-};
-
-struct Placement {
-  std::string pod;
-  std::string node;  // empty: failed
-  std::vector<int> cards;
-};
-
-struct RunResult {
+struct RunResult : SequenceResult {
   std::string policy;
   int64_t seed = 0;
-  Curves curves;
-  size_t arrivals = 0;
-  size_t failed = 0;
-  int64_t used_gpu_milli = 0;      // at the end
-  double final_frag_milli = 0;     // at the end
-  double seconds = 0;              // wall time of the placement loop
-  std::vector<Placement> placements;  // when requested
-  std::vector<ArrivalMetrics> events;  // when requested: one per arrival
 };
 
 struct RunOptions {
@@ -86,11 +56,5 @@ struct RunOptions {
 // Runs one policy over a prepared experiment.
 Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string& policy, int64_t seed,
                                  const RunOptions& options = {});
-
-// Per-arrival metrics -> bucketed curves (replay-spec §7). Exposed for tests.
-Curves bucket(const std::vector<ArrivalMetrics>& events, int64_t total_gpus);
-
-// Python's round(x, 2) (correctly rounded decimal, ties to even on exact halves).
-double round2(double x);
 
 }  // namespace fracpack::replay

@@ -72,7 +72,7 @@ TEST(Fit, UnresolvableReasons) {
 
   r = fit(pod("b", 4, 1000), *l.node("n"), FitOptions{}, kBest);
   EXPECT_TRUE(r.unresolvable);
-  EXPECT_NE(r.reason.find("needs 4 GPUs, node has 2"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("needs 4 GPUs, node has 2 GPUs"), std::string::npos) << r.reason;
 
   r = fit(pod("c", 1, 100, 40000), *l.node("n"), FitOptions{}, kBest);
   EXPECT_TRUE(r.unresolvable);

@@ -101,12 +101,12 @@ TEST(Replay, ArrivalOrderAndFirstPlacementsOfTheGoRun) {
   ASSERT_TRUE(r.ok()) << r.message();
   // replay-spec §6.2: the Go run's first arrivals, chosen nodes and logged metrics.
   const std::vector<std::tuple<std::string, std::string, double, int64_t>> want = {
-      {"openb-pod-0255", "0000-openb-node-0260", 866232.55, 0},
-      {"openb-pod-1685", "0037-openb-node-1080", 865816.03, 810},
-      {"openb-pod-6784", "0000-openb-node-0260", 865680.05, 1810},
-      {"openb-pod-4463", "0000-openb-node-0260", 865544.07, 2810},
-      {"openb-pod-0602", "0000-openb-node-0260", 865408.10, 3810},
-      {"openb-pod-1564", "0137-openb-node-0292", 864991.57, 4620}};
+      {"openb/openb-pod-0255", "0000-openb-node-0260", 866232.55, 0},
+      {"openb/openb-pod-1685", "0037-openb-node-1080", 865816.03, 810},
+      {"openb/openb-pod-6784", "0000-openb-node-0260", 865680.05, 1810},
+      {"openb/openb-pod-4463", "0000-openb-node-0260", 865544.07, 2810},
+      {"openb/openb-pod-0602", "0000-openb-node-0260", 865408.10, 3810},
+      {"openb/openb-pod-1564", "0137-openb-node-0292", 864991.57, 4620}};
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(r->placements[i].pod, std::get<0>(want[i])) << i;
     EXPECT_EQ(r->placements[i].node, std::get<1>(want[i])) << i;

@@ -1,0 +1,101 @@
+// The Kubernetes objects fracpack reads, reduced to the fields it uses. JSON
+// is decoded with simdjson's on-demand API: fields nobody asked for are
+// skipped, never copied, so a 150 000-pod list costs what it must (a real
+// pod carries kilobytes of annotations, env and volumes fracpack never needs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+// Small string maps (a handful of entries): a vector beats a map here.
+using StringMap = std::vector<std::pair<std::string, std::string>>;
+const std::string* find(const StringMap& map, std::string_view key);
+
+// Which labels, annotations and resources to keep; everything else is skipped.
+struct Selection {
+  std::vector<std::string> annotation_prefixes;
+  std::vector<std::string> label_prefixes;
+  std::vector<std::string> resources;  // exact names, e.g. "cpu", "fracpack.io/gpu"
+
+  bool keep_annotation(std::string_view key) const;
+  bool keep_label(std::string_view key) const;
+  bool keep_resource(std::string_view key) const;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  std::string resource_version;
+  std::string creation_timestamp;  // RFC 3339, as sent
+  bool deleting = false;           // deletionTimestamp is set
+  StringMap labels;
+  StringMap annotations;
+
+  const std::string* annotation(std::string_view key) const { return find(annotations, key); }
+  const std::string* label(std::string_view key) const { return find(labels, key); }
+};
+
+struct Container {
+  std::string name;
+  StringMap requests;
+  StringMap limits;
+  bool restart_always = false;  // an init container with restartPolicy: Always is a sidecar
+};
+
+struct Pod {
+  ObjectMeta meta;
+  std::string node_name;
+  std::string scheduler_name;
+  std::string nominated_node_name;
+  std::string phase;
+  int32_t priority = 0;
+  bool scheduling_gated = false;
+  std::vector<Container> containers;
+  std::vector<Container> init_containers;
+  StringMap overhead;
+
+  std::string key() const { return meta.namespace_name + "/" + meta.name; }
+  bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+struct Node {
+  ObjectMeta meta;
+  StringMap allocatable;
+  bool unschedulable = false;
+};
+
+struct ConfigMap {
+  ObjectMeta meta;
+  StringMap data;
+};
+
+// A list as the API server or kubectl writes it: PodList, NodeList, or a v1
+// List of mixed kinds (items then carry their kind).
+struct ObjectList {
+  std::string kind;
+  std::string resource_version;
+  std::string continue_token;
+  std::vector<Pod> pods;
+  std::vector<Node> nodes;
+  std::vector<ConfigMap> config_maps;
+  size_t skipped = 0;  // items of other kinds
+};
+
+// Decoders. The text is copied into a padded buffer when it lacks padding;
+// pass a std::string with spare capacity (see pad()) to avoid that.
+Result<Pod> parse_pod(std::string_view json, const Selection& selection);
+Result<Node> parse_node(std::string_view json, const Selection& selection);
+Result<ObjectList> parse_list(std::string_view json, const Selection& selection);
+
+// Gives `s` the trailing capacity simdjson reads past the end of the text.
+void pad(std::string& s);
+
+}  // namespace fracpack::k8s

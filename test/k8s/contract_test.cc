@@ -1,0 +1,257 @@
+#include "k8s/contract.h"
+
+#include <gtest/gtest.h>
+
+namespace fracpack::k8s {
+namespace {
+
+const ContractNames kNames;
+
+// A pod from JSON text, decoded as the informer does.
+Pod pod_from(const std::string& json) {
+  auto p = parse_pod(json, kNames.selection());
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.message());
+  return p.ok() ? *p : Pod{};
+}
+
+// A pod with one container whose limits (and equal requests) are `limits`,
+// e.g. R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"50")".
+std::string pod_json(const std::string& limits, const std::string& annotations = "",
+                     const std::string& extra_spec = "") {
+  return R"({"metadata":{"name":"p","namespace":"ml","uid":"u1")" +
+         (annotations.empty() ? std::string() : R"(,"annotations":{)" + annotations + "}") +
+         R"(},"spec":{"containers":[{"name":"main","resources":{"limits":{)" + limits +
+         R"(}}}])" + extra_spec + "}}";
+}
+
+Result<scheduling::PodRequest> request(const std::string& limits, const std::string& annotations = "") {
+  return pod_request(pod_from(pod_json(limits, annotations)), kNames);
+}
+
+TEST(Contract, ShareRequests) {
+  auto r = request(R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"50","fracpack.io/gpu-memory":"8192")");
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->containers.size(), 1u);
+  EXPECT_EQ(r->containers[0].cards, 1);
+  EXPECT_EQ(r->containers[0].cores, 500);
+  EXPECT_EQ(r->containers[0].memory_mib, 8192);
+  EXPECT_EQ(r->uid, "u1");
+  EXPECT_EQ(r->key(), "ml/p");
+
+  // gpu defaults to 1 when a share is named; unnamed dimensions count 0.
+  r = request(R"("fracpack.io/gpu-memory":"20480")");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->containers[0].cards, 1);
+  EXPECT_EQ(r->containers[0].cores, 0);
+
+  // A bare count: whole exclusive cards.
+  r = request(R"("fracpack.io/gpu":"2")");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->containers[0].cards, 2);
+  EXPECT_EQ(r->containers[0].cores, 1000);
+  EXPECT_EQ(r->containers[0].memory_percent, 100);
+
+  // Canonical forms the API server sends back ("1k" for 1000) and bare JSON numbers.
+  auto null_quantity = parse_pod(pod_json(R"("fracpack.io/gpu":1,"fracpack.io/gpu-memory-percent":null)"), kNames.selection());
+  ASSERT_FALSE(null_quantity.ok());
+  EXPECT_NE(null_quantity.message().find("expected a quantity string"), std::string::npos) << null_quantity.message();
+  r = request(R"("fracpack.io/gpu":1,"fracpack.io/gpu-memory":"1k")");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->containers[0].memory_mib, 1000);
+
+  // No fracpack resource: no GPU containers.
+  r = request(R"("cpu":"2")");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->wants_gpu());
+  EXPECT_EQ(r->cpu_milli, 2000);
+}
+
+TEST(Contract, BadValuesNameThePodContainerAndField) {
+  struct Case {
+    std::string limits;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {R"("fracpack.io/gpu":"0.5")", "resources.limits[fracpack.io/gpu]: \"0.5\" is not a valid quantity: must be an integer"},
+      {R"("fracpack.io/gpu":"1x")", "resources.limits[fracpack.io/gpu]: \"1x\" is not a valid quantity"},
+      {R"("fracpack.io/gpu-cores":"150")", "fracpack.io/gpu-cores]: must be 1..100 (percent), got 150"},
+      {R"("fracpack.io/gpu-cores":"0")", "must be 1..100"},
+      {R"("fracpack.io/gpu-memory-percent":"101")", "fracpack.io/gpu-memory-percent]: must be 1..100"},
+      {R"("fracpack.io/gpu-memory":"0")", "fracpack.io/gpu-memory]: must be at least 1"},
+      {R"("fracpack.io/gpu-memory":"-5")", "must be greater than or equal to 0"},
+      {R"("fracpack.io/gpu-memory":"1024","fracpack.io/gpu-memory-percent":"10")", "are alternatives"},
+      {R"("fracpack.io/gpu":"0","fracpack.io/gpu-cores":"10")", "is 0 but a GPU share is named"},
+      {R"("fracpack.io/gpu":"65")", "more than the maximum of 64"},
+      {R"("cpu":"lots","fracpack.io/gpu":"1")", "resources.requests[cpu]: \"lots\" is not a valid quantity"},
+  };
+  for (const auto& c : cases) {
+    auto r = request(c.limits);
+    ASSERT_FALSE(r.ok()) << c.limits;
+    EXPECT_NE(r.message().find("pod ml/p"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find("main"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find(c.expect), std::string::npos) << "got: " << r.message() << "\nwanted: " << c.expect;
+  }
+}
+
+TEST(Contract, RequestsMustEqualLimits) {
+  auto p = pod_from(
+      R"({"metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"c","resources":{"requests":{"fracpack.io/gpu":"1"},"limits":{"fracpack.io/gpu":"2"}}}]}})");
+  auto r = pod_request(p, kNames);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("must equal resources.limits"), std::string::npos) << r.message();
+  p = pod_from(R"({"metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"c","resources":{"requests":{"fracpack.io/gpu":"1"}}}]}})");
+  r = pod_request(p, kNames);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("a limit must be set"), std::string::npos) << r.message();
+}
+
+TEST(Contract, Annotations) {
+  auto r = request(R"("fracpack.io/gpu":"1")",
+                   R"("fracpack.io/gpu-model":"V100M16| V100M32","fracpack.io/gpu-uuid":"GPU-a, GPU-b","fracpack.io/gpu-uuid-exclude":"GPU-c","fracpack.io/numa":"single","other.io/x":"y")");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->allowed_models, (std::vector<std::string>{"V100M16", "V100M32"}));
+  EXPECT_EQ(r->uuid_allow, (std::vector<std::string>{"GPU-a", "GPU-b"}));
+  EXPECT_EQ(r->uuid_exclude, (std::vector<std::string>{"GPU-c"}));
+  EXPECT_TRUE(r->numa_single);
+  for (const auto& [ann, expect] : std::vector<std::pair<std::string, std::string>>{
+           {R"("fracpack.io/gpu-model":" | ")", "fracpack.io/gpu-model names no model"},
+           {R"("fracpack.io/gpu-uuid":",")", "fracpack.io/gpu-uuid names no card"},
+           {R"("fracpack.io/numa":"double")", "\"double\" is not one of single, any"}}) {
+    auto bad = request(R"("fracpack.io/gpu":"1")", ann);
+    ASSERT_FALSE(bad.ok()) << ann;
+    EXPECT_NE(bad.message().find(expect), std::string::npos) << bad.message();
+  }
+}
+
+TEST(Contract, EffectivePodRequestFollowsKubernetes) {
+  // app: 1 + 2 cpu; init: 4 (regular), sidecar 0.5 before it: init peak 4.5;
+  // pod = max(3 + 0.5, 4.5) + overhead 0.25 = 4.75 cpu.
+  auto p = pod_from(R"({"metadata":{"name":"p","namespace":"ml"},"spec":{
+    "initContainers":[{"name":"side","restartPolicy":"Always","resources":{"requests":{"cpu":"500m"}}},
+                      {"name":"init","resources":{"limits":{"cpu":"4","fracpack.io/gpu-cores":"30"}}}],
+    "containers":[{"name":"a","resources":{"requests":{"cpu":"1","memory":"1Gi"}}},
+                  {"name":"b","resources":{"requests":{"cpu":"2"},"limits":{"fracpack.io/gpu-cores":"20"}}}],
+    "overhead":{"cpu":"250m"}}})");
+  auto r = pod_request(p, kNames);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->cpu_milli, 4750);
+  EXPECT_EQ(r->memory_bytes, int64_t{1} << 30);
+  ASSERT_EQ(r->containers.size(), 2u);
+  EXPECT_TRUE(r->containers[0].init);  // the regular init container
+  EXPECT_EQ(r->containers[0].name, "init");
+  EXPECT_EQ(r->containers[0].cores, 300);
+  EXPECT_FALSE(r->containers[1].init);
+  EXPECT_TRUE(requests_gpu(p, kNames));
+}
+
+std::string node_json(const std::string& labels, const std::string& annotations) {
+  return R"({"metadata":{"name":"n1","labels":{)" + labels + R"(},"annotations":{)" + annotations +
+         R"(}},"status":{"allocatable":{"cpu":"64","memory":"256Gi","pods":"110"}}})";
+}
+
+Result<scheduling::NodeSpec> node(const std::string& labels, const std::string& annotations) {
+  auto n = parse_node(node_json(labels, annotations), kNames.selection());
+  EXPECT_TRUE(n.ok()) << (n.ok() ? "" : n.message());
+  if (!n.ok()) return n.error();
+  return node_spec(*n, kNames);
+}
+
+TEST(Contract, NodeFromDeviceAnnotation) {
+  const std::string devices =
+      R"("fracpack.io/gpu-devices":"[{\"index\":1,\"uuid\":\"GPU-b\",\"model\":\"A100\",\"memoryMiB\":81920,\"numa\":1},{\"index\":0,\"uuid\":\"GPU-a\",\"model\":\"A100\",\"memoryMiB\":40960,\"healthy\":false}]")";
+  auto n = node(R"("nvidia.com/gpu.count":"8","nvidia.com/gpu.memory":"1","nvidia.com/gpu.product":"T4")",
+                devices + R"(,"fracpack.io/gpu-cordon":"GPU-b")");
+  ASSERT_TRUE(n.ok()) << n.message();
+  EXPECT_EQ(n->cpu_milli, 64000);
+  EXPECT_EQ(n->memory_bytes, int64_t{256} << 30);
+  ASSERT_EQ(n->cards.size(), 2u);  // the annotation wins over the labels
+  EXPECT_EQ(n->cards[0].index, 0);
+  EXPECT_EQ(n->cards[0].memory_mib, 40960);
+  EXPECT_FALSE(n->cards[0].healthy);
+  EXPECT_EQ(n->cards[1].uuid, "GPU-b");
+  EXPECT_EQ(n->cards[1].numa, 1);
+  EXPECT_TRUE(n->cards[1].cordoned);
+}
+
+TEST(Contract, NodeFromFeatureDiscoveryLabels) {
+  auto n = node(R"("nvidia.com/gpu.count":"4","nvidia.com/gpu.memory":"15360","nvidia.com/gpu.product":"Tesla-T4")",
+                R"("fracpack.io/gpu-cordon":"3")");
+  ASSERT_TRUE(n.ok()) << n.message();
+  ASSERT_EQ(n->cards.size(), 4u);
+  EXPECT_EQ(n->cards[2].model, "Tesla-T4");
+  EXPECT_EQ(n->cards[2].memory_mib, 15360);
+  EXPECT_TRUE(n->cards[3].cordoned);
+  EXPECT_FALSE(n->cards[0].cordoned);
+  auto none = node(R"("kubernetes.io/os":"linux")", "");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->cards.empty());
+}
+
+TEST(Contract, BadNodesNameTheNodeAndField) {
+  const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> cases = {
+      {{R"("nvidia.com/gpu.count":"two")", ""}, "node n1: label nvidia.com/gpu.count: \"two\" is not an integer"},
+      {{R"("nvidia.com/gpu.count":"2")", ""}, "node n1: label nvidia.com/gpu.memory is missing"},
+      {{"", R"("fracpack.io/gpu-devices":"[{\"index\":")"}, "node n1: annotation fracpack.io/gpu-devices: invalid JSON"},
+      {{"", R"("fracpack.io/gpu-devices":"not json")"}, "node n1: annotation fracpack.io/gpu-devices: expected a JSON array"},
+      {{"", R"("fracpack.io/gpu-devices":"{}")"}, "expected a JSON array of cards"},
+      {{"", R"("fracpack.io/gpu-devices":"[{\"index\":0}]")"}, "card [0]: memoryMiB is required"},
+      {{"", R"("fracpack.io/gpu-devices":"[{\"index\":-1,\"memoryMiB\":1}]")"}, "index must be an integer"},
+      {{"", R"("fracpack.io/gpu-devices":"[{\"index\":0,\"memoryMiB\":1},{\"index\":0,\"memoryMiB\":1}]")"},
+       "card index 0 appears twice"},
+      {{"", R"("fracpack.io/gpu-devices":"[{\"index\":0,\"memoryMiB\":\"16Gi\"}]")"}, "memoryMiB must be a positive integer"},
+      {{R"("nvidia.com/gpu.count":"1","nvidia.com/gpu.memory":"100")", R"("fracpack.io/gpu-cordon":"GPU-zzz")"},
+       "\"GPU-zzz\" is neither a card's UUID nor its index"},
+  };
+  for (const auto& [in, expect] : cases) {
+    auto n = node(in.first, in.second);
+    ASSERT_FALSE(n.ok()) << in.first << in.second;
+    EXPECT_NE(n.message().find(expect), std::string::npos) << "got: " << n.message() << "\nwanted: " << expect;
+  }
+  auto bad_cpu = parse_node(R"({"metadata":{"name":"n2"},"status":{"allocatable":{"cpu":"4 cores"}}})", kNames.selection());
+  ASSERT_TRUE(bad_cpu.ok());
+  auto spec = node_spec(*bad_cpu, kNames);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.message().find("node n2: status.allocatable[cpu]"), std::string::npos) << spec.message();
+}
+
+TEST(Contract, AllocationRecordRoundTrips) {
+  scheduling::Allocation a;
+  a.node = "n1";
+  a.containers.push_back({"main", false, {{0, "GPU-\"a\"", 8192, 500}, {3, "GPU-d", 8192, 500}}});
+  a.containers.push_back({"warmup", true, {{3, "GPU-d", 100, 250}}});
+  const std::string json = format_allocation(a);
+  EXPECT_EQ(json,
+            R"({"node":"n1","containers":[{"name":"main","cards":[{"index":0,"uuid":"GPU-\"a\"","memoryMiB":8192,"cores":50},)"
+            R"({"index":3,"uuid":"GPU-d","memoryMiB":8192,"cores":50}]},{"name":"warmup","init":true,"cards":[{"index":3,"uuid":"GPU-d","memoryMiB":100,"cores":25}]}]})");
+  auto back = parse_allocation(json);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, a);
+  EXPECT_EQ(format_indices(a), "0,3");
+  // The example of the contract, as documented.
+  auto doc = parse_allocation(
+      R"({"node":"n","containers":[{"name":"c","cards":[{"index":0,"uuid":"GPU-1","memoryMiB":8192,"cores":50}]}]})");
+  ASSERT_TRUE(doc.ok()) << doc.message();
+  EXPECT_EQ(doc->containers[0].cards[0].cores, 500);
+}
+
+TEST(Contract, MalformedAllocationRecords) {
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"", "invalid JSON"},
+           {"[]", "expected a JSON object"},
+           {R"({"containers":[]})", "node is required"},
+           {R"({"node":"n"})", "containers is required"},
+           {R"({"node":"n","containers":[{"name":"c"}]})", "containers[0].cards is required"},
+           {R"({"node":"n","containers":[{"name":"c","cards":[{"uuid":"x"}]}]})", "index is required"},
+           {R"({"node":"n","containers":[{"name":"c","cards":[{"index":0,"cores":150}]}]})", "cores must be a number 0..100"},
+           {R"({"node":"n","containers":[{"name":"c","cards":[{"index":0,"cores":12.25}]}]})", "more than one decimal"},
+           {R"({"node":"n","containers":[{"name":"c","cards":[{"index":0},{"index":0}]}]})", "listed twice"},
+           {R"({"node":"n","containers":[]} x)", "invalid JSON"},
+       }) {
+    auto r = parse_allocation(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.message().find(expect), std::string::npos) << text << " -> " << r.message();
+  }
+}
+
+}  // namespace
+}  // namespace fracpack::k8s
