@@ -94,51 +94,51 @@ std::string format_rfc3339(int64_t t) {
   return buf;
 }
 
-std::string format_workload(const scheduling::Workload& w) {
+std::string format_workload(const scheduling::ShapeCounts& w) {
   nlohmann::json shapes = nlohmann::json::array();
-  for (const auto& e : w.entries()) {
-    nlohmann::json s = {{"cpuMilli", e.shape.cpu_milli}, {"cards", e.shape.cards}, {"share", e.share}};
-    if (e.shape.cores % 10 == 0) {
-      s["cores"] = e.shape.cores / 10;
+  for (const auto& [shape, count] : w.counts()) {
+    nlohmann::json s = {{"cpuMilli", shape.cpu_milli}, {"cards", shape.cards}, {"count", count}};
+    if (shape.cores % 10 == 0) {
+      s["cores"] = shape.cores / 10;
     } else {
-      s["cores"] = e.shape.cores / 10.0;
+      s["cores"] = shape.cores / 10.0;
     }
-    if (e.shape.memory_mib != 0) s["memoryMiB"] = e.shape.memory_mib;
-    if (e.shape.memory_percent != 0) s["memoryPercent"] = e.shape.memory_percent;
-    if (!e.shape.models.empty()) s["models"] = e.shape.models;
+    if (shape.memory_mib != 0) s["memoryMiB"] = shape.memory_mib;
+    if (shape.memory_percent != 0) s["memoryPercent"] = shape.memory_percent;
+    if (!shape.models.empty()) s["models"] = shape.models;
     shapes.push_back(std::move(s));
   }
   return nlohmann::json{{"shapes", shapes}}.dump();
 }
 
-Result<scheduling::Workload> parse_workload(std::string_view text) {
+Result<scheduling::ShapeCounts> parse_workload(std::string_view text) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) return Error{"invalid JSON"};
   if (!doc.is_object() || !doc.contains("shapes") || !doc["shapes"].is_array()) {
     return Error{"expected {\"shapes\": [...]}"};
   }
-  std::vector<scheduling::WorkloadEntry> entries;
-  double total = 0;
+  scheduling::ShapeCounts out;
   size_t i = 0;
   for (const auto& s : doc["shapes"]) {
     const std::string where = "shapes[" + std::to_string(i++) + "]";
     if (!s.is_object()) return Error{where + ": expected an object"};
-    auto num = [&](const char* key, bool required, double min, double max, double& out) -> Status {
+    auto num = [&](const char* key, bool required, double min, double max, double& v) -> Status {
       if (!s.contains(key)) {
         if (required) return Error{where + "." + key + " is required"};
         return Status::Ok();
       }
       if (!s[key].is_number()) return Error{where + "." + key + " must be a number"};
-      out = s[key].get<double>();
-      if (!(out >= min && out <= max)) return Error{where + "." + key + " is out of range"};
+      v = s[key].get<double>();
+      if (!(v >= min && v <= max)) return Error{where + "." + key + " is out of range"};
       return Status::Ok();
     };
-    double cpu = 0, cards = 0, cores = 0, mem = 0, pct = 0, share = 0;
-    for (auto st : {num("cpuMilli", true, 0, 1e12, cpu), num("cards", true, 0, 64, cards), num("cores", false, 0, 100, cores),
-                    num("memoryMiB", false, 0, 1e12, mem), num("memoryPercent", false, 0, 100, pct),
-                    num("share", true, 0, 1, share)}) {
+    double cpu = 0, cards = 0, cores = 0, mem = 0, pct = 0, count = 0;
+    for (const Status& st : {num("cpuMilli", true, 0, 1e12, cpu), num("cards", true, 0, 64, cards),
+                             num("cores", false, 0, 100, cores), num("memoryMiB", false, 0, 1e12, mem),
+                             num("memoryPercent", false, 0, 100, pct), num("count", true, 0, 1e15, count)}) {
       if (!st.ok()) return Error{st.message()};
     }
+    if (count <= 0) return Error{where + ".count must be positive"};
     scheduling::PodShape shape;
     shape.cpu_milli = static_cast<int64_t>(cpu);
     shape.cards = static_cast<int>(cards);
@@ -149,12 +149,10 @@ Result<scheduling::Workload> parse_workload(std::string_view text) {
       if (!s["models"].is_string()) return Error{where + ".models must be a string"};
       shape.models = s["models"].get<std::string>();
     }
-    entries.push_back(scheduling::WorkloadEntry{shape, share});
-    total += share;
+    out.add(shape, count);
   }
-  if (entries.empty()) return Error{"no shapes"};
-  if (std::abs(total - 1) > 1e-6) return Error{"shares sum to " + std::to_string(total) + ", not 1"};
-  return scheduling::Workload(std::move(entries));
+  if (out.empty()) return Error{"no shapes"};
+  return out;
 }
 
 Result<SnapshotState> read_snapshot(std::string_view json, const ContractNames& names,
@@ -204,7 +202,7 @@ Result<SnapshotState> read_snapshot(std::string_view json, const ContractNames& 
       st.problems.push_back({"pod " + p.key(), req.message()});  // the message names the pod
       continue;
     }
-    st.shapes.push_back(scheduling::shape_of(*req));
+    st.shapes.add(scheduling::shape_of(*req));
     if (!p.node_name.empty()) {
       BoundPod b;
       b.facts = scheduling::PodFacts{req->uid, p.key(), req->cpu_milli, req->memory_bytes};
@@ -405,7 +403,7 @@ Result<std::string> openb_snapshot_json(const replay::ExperimentSetup& setup, co
   ConfigMap cm;
   cm.meta.name = kWorkloadConfigMap;
   cm.meta.namespace_name = "fracpack-system";
-  cm.data = {{kWorkloadKey, format_workload(*setup.typical)}};
+  cm.data = {{kWorkloadKey, format_workload(*setup.shapes)}};
   items.push_back(config_map_json(cm));
   return list_json(items);
 }

@@ -18,7 +18,8 @@
 namespace fracpack::k8s {
 
 // A ConfigMap of this name (any namespace) in a snapshot carries the target
-// workload, key "workload.json"; `convert` writes the trace's typical pods there.
+// workload (pod shapes and counts), key "workload.json"; `convert` writes the
+// trace's shapes there.
 inline constexpr const char* kWorkloadConfigMap = "fracpack-target-workload";
 inline constexpr const char* kWorkloadKey = "workload.json";
 
@@ -37,8 +38,8 @@ struct SnapshotState {
   std::vector<scheduling::NodeSpec> nodes;       // sorted by name
   std::vector<BoundPod> bound;                   // running pods and their cards
   std::vector<scheduling::PodRequest> pending;   // unscheduled pods, in creation order
-  std::optional<scheduling::Workload> workload;  // from the workload ConfigMap, if present
-  std::vector<scheduling::PodShape> shapes;      // every valid pod's shape (to derive a workload)
+  std::optional<scheduling::ShapeCounts> workload;  // from the workload ConfigMap, if present
+  scheduling::ShapeCounts shapes;                   // every valid pod's shape (a workload otherwise)
   std::vector<SnapshotProblem> problems;         // objects that could not be read, and why
   size_t terminal_pods = 0;
   size_t skipped_items = 0;
@@ -60,12 +61,13 @@ std::string pod_json(const Pod& pod);
 std::string config_map_json(const ConfigMap& config_map);
 std::string list_json(const std::vector<std::string>& items);
 
-std::string format_workload(const scheduling::Workload& workload);
-Result<scheduling::Workload> parse_workload(std::string_view json);
+// {"shapes":[{"cpuMilli":3152,"cards":1,"cores":81,"memoryMiB":0,"memoryPercent":0,"models":"","count":1047},...]}
+std::string format_workload(const scheduling::ShapeCounts& workload);
+Result<scheduling::ShapeCounts> parse_workload(std::string_view json);
 
 // The openb experiment as a snapshot: nodes named with the seed's permutation
 // prefix, the tuned arrivals as pending pods created in arrival order (one
-// second apart), the trace's typical pods as the workload ConfigMap.
+// second apart), the trace's shapes as the workload ConfigMap.
 Result<std::string> openb_snapshot_json(const replay::ExperimentSetup& setup, const ContractNames& names,
                                         int64_t seed);
 

@@ -33,7 +33,14 @@ struct CardFree {
 
 class FragmentationModel {
  public:
-  explicit FragmentationModel(Workload workload);
+  // kFgd: the FGD paper's measure, bit for bit.
+  // kCapacity: idle compute minus what as many copies of the shape as the
+  // node can still host (limited by its CPU, its cards, their memory) would
+  // use; counts CPU-stranded cards and within-card remainders, which kFgd
+  // does not.
+  enum class Measure { kFgd, kCapacity };
+
+  explicit FragmentationModel(Workload workload, Measure measure = Measure::kFgd);
 
   const Workload& workload() const { return workload_; }
 
@@ -59,12 +66,14 @@ class FragmentationModel {
     double p = 0;
     std::vector<uint16_t> models;  // allowed model ids; empty: any
   };
+  static constexpr int64_t kMaxCpuKey = 512'000;  // capacity memo: nodes up to 512 cores
   std::array<double, 7> accumulate(int64_t cpu_left, std::span<const CardFree> cards) const;
   int cpu_rank(int64_t cpu_left) const;
 
   Workload workload_;
   std::vector<Shape> shapes_;
   std::vector<int64_t> cpu_thresholds_;  // sorted distinct shape CPUs: F depends on CPU only through them
+  Measure measure_ = Measure::kFgd;
   bool uses_memory_ = false;
   std::unordered_map<std::string, uint16_t> model_ids_;
 

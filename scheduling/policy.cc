@@ -21,7 +21,7 @@ Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const PolicyO
   if (name == "spread") p = policies::make_spread();
   if (name == "fgd") {
     if (!options.workload || options.workload->empty()) return Error{"policy fgd needs a target workload"};
-    p = policies::make_fgd(options.workload);
+    p = policies::make_fgd(std::make_shared<Workload>(Workload::typical(*options.workload)));
   }
   if (name == "fracpack") p = policies::make_fracpack(options);
   if (!p) {

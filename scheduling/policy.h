@@ -52,12 +52,14 @@ class Policy {
 };
 
 struct PolicyOptions {
-  // Target workload for fgd (required) and fracpack (initial target; it then
-  // learns from observe() unless `learn` is false).
-  std::shared_ptr<const Workload> workload;
-  uint64_t seed = 42;        // random
-  bool learn = true;         // fracpack: learn the workload online
-  double learn_half_life = 2000;
+  // The target workload as shape counts. fgd (required) keeps the typical
+  // shapes (the 95 % cut); fracpack takes every shape as its prior and then
+  // learns from observe() unless `learn` is false.
+  std::shared_ptr<const ShapeCounts> workload;
+  uint64_t seed = 42;             // random
+  bool learn = true;              // fracpack: learn the workload online
+  double learn_half_life = 2000;  // fracpack: observations after which an old one counts half
+  double prior_weight = 2000;     // fracpack: the given workload counts as this many observations
 };
 
 // The names make_policy() accepts, in the order reports list them.

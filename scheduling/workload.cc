@@ -54,11 +54,20 @@ Workload typical_from_counts(std::vector<std::pair<PodShape, double>> counted, d
 
 }  // namespace
 
+Workload Workload::typical(const ShapeCounts& counts, int popularity_percent) {
+  std::vector<std::pair<PodShape, double>> counted(counts.counts().begin(), counts.counts().end());
+  return typical_from_counts(std::move(counted), counts.total(), popularity_percent);
+}
+
 Workload Workload::typical(std::span<const PodShape> pods, int popularity_percent) {
-  std::map<PodShape, double> counts;
-  for (const PodShape& p : pods) counts[p] += 1;
-  std::vector<std::pair<PodShape, double>> counted(counts.begin(), counts.end());
-  return typical_from_counts(std::move(counted), static_cast<double>(pods.size()), popularity_percent);
+  ShapeCounts counts;
+  for (const PodShape& p : pods) counts.add(p);
+  return typical(counts, popularity_percent);
+}
+
+void LearnedWorkload::seed(const ShapeCounts& prior, double weight) {
+  if (prior.total() <= 0) return;
+  for (const auto& [shape, count] : prior.counts()) weight_[shape] += count / prior.total() * weight * scale_;
 }
 
 void LearnedWorkload::observe(const PodShape& shape) {

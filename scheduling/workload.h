@@ -38,6 +38,23 @@ struct WorkloadEntry {
   double share = 0;  // probability; the entries' shares sum to 1
 };
 
+// Pod shapes with how often they were seen: a trace, a snapshot, a
+// configured target. The policies derive their target workload from it.
+class ShapeCounts {
+ public:
+  void add(const PodShape& shape, double count = 1) {
+    counts_[shape] += count;
+    total_ += count;
+  }
+  const std::map<PodShape, double>& counts() const { return counts_; }
+  double total() const { return total_; }
+  bool empty() const { return counts_.empty(); }
+
+ private:
+  std::map<PodShape, double> counts_;
+  double total_ = 0;
+};
+
 class Workload {
  public:
   Workload() = default;
@@ -47,6 +64,8 @@ class Workload {
   // count shapes, sort by count descending (ties: descending cpu, cores,
   // cards, models), keep the top ones until they cover `popularity_percent`
   // of the pods, renormalise. Floating-point steps as in the simulator.
+  // With 100, every shape is kept.
+  static Workload typical(const ShapeCounts& counts, int popularity_percent = 95);
   static Workload typical(std::span<const PodShape> pods, int popularity_percent = 95);
 
   const std::vector<WorkloadEntry>& entries() const { return entries_; }
@@ -61,9 +80,12 @@ class Workload {
 // an old observation's weight halves.
 class LearnedWorkload {
  public:
-  explicit LearnedWorkload(double half_life = 2000, int popularity_percent = 95)
+  explicit LearnedWorkload(double half_life = 2000, int popularity_percent = 100)
       : decay_(half_life > 0 ? std::pow(0.5, 1.0 / half_life) : 1.0), popularity_(popularity_percent) {}
 
+  // Starts from a prior: its shapes count as `weight` observations in all,
+  // in proportion (they decay like real ones).
+  void seed(const ShapeCounts& prior, double weight);
   void observe(const PodShape& shape);
   // The current target (typical shapes by weight); empty before any pod.
   Workload snapshot() const;

@@ -19,11 +19,11 @@ ExperimentSetup prepare_experiment(std::vector<OpenbNode> nodes, std::vector<Ope
   std::sort(pods.begin(), pods.end(), [](const OpenbPod& a, const OpenbPod& b) { return a.name < b.name; });
   for (const OpenbNode& n : nodes) s.total_gpus += n.gpus;
 
-  // Typical pods from the untuned, name-sorted trace.
-  std::vector<scheduling::PodShape> shapes;
-  shapes.reserve(pods.size());
-  for (const OpenbPod& p : pods) shapes.push_back(scheduling::shape_of(to_pod_request(p)));
-  s.typical = std::make_shared<scheduling::Workload>(scheduling::Workload::typical(shapes));
+  // The target workload: the untuned trace's shapes (typical pods: FGD's cut).
+  auto shapes = std::make_shared<scheduling::ShapeCounts>();
+  for (const OpenbPod& p : pods) shapes->add(scheduling::shape_of(to_pod_request(p)));
+  s.typical = std::make_shared<scheduling::Workload>(scheduling::Workload::typical(*shapes));
+  s.shapes = std::move(shapes);
 
   GoRand rng = options.go_cooked ? GoRand(options.seed, *options.go_cooked) : GoRand(options.seed);
   s.exact_rng = rng.exact();
@@ -73,7 +73,7 @@ ExperimentSetup prepare_experiment(std::vector<OpenbNode> nodes, std::vector<Ope
 Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string& policy_name, int64_t seed,
                                  const RunOptions& options) {
   scheduling::PolicyOptions po;
-  po.workload = setup.typical;
+  po.workload = setup.shapes;
   po.seed = static_cast<uint64_t>(seed);
   po.learn = options.learn;
   auto policy = scheduling::make_policy(policy_name, po);

@@ -34,7 +34,8 @@ struct ExperimentSetup {
   std::vector<OpenbNode> nodes;            // sorted by trace name
   std::vector<std::string> node_names;     // "%04d-" + trace name (the permutation prefix)
   std::vector<OpenbPod> arrivals;          // tuned, shuffled; copies named "<name>-tuned-<i>"
-  std::shared_ptr<const scheduling::Workload> typical;  // typical pods of the untuned trace
+  std::shared_ptr<const scheduling::ShapeCounts> shapes;  // shape counts of the untuned trace (the target workload)
+  std::shared_ptr<const scheduling::Workload> typical;    // its typical pods (FGD's 95 % cut): the metric
   int64_t total_gpus = 0;
   bool exact_rng = false;
 };

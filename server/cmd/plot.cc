@@ -42,10 +42,11 @@ std::string escape(const std::string& s) {
 std::string allocation_plot_svg(const std::string& title, const std::vector<PlotSeries>& series) {
   const double W = 720, H = 480, L = 70, R = 170, T = 40, B = 60;
   const double pw = W - L - R, ph = H - T - B;
-  // Y range: from the lowest median at x = 60..130 rounded down, to 100.
+  // Y range: from the lowest median at x = 100..130 rounded down, to 100:
+  // the policies differ once the cluster fills.
   double ymin = 100;
   for (const auto& s : series) {
-    for (int x = 60; x < replay::kColumns; ++x) {
+    for (int x = 100; x < replay::kColumns; ++x) {
       std::vector<double> col;
       for (const auto& r : s.runs) col.push_back(r[static_cast<size_t>(x)]);
       const double m = quantile(col, 0.5);
@@ -53,7 +54,7 @@ std::string allocation_plot_svg(const std::string& title, const std::vector<Plot
     }
   }
   ymin = std::max(0.0, std::floor((ymin - 2) / 5) * 5);
-  const double xmin = 60, xmax = 130, ymax = 100;
+  const double xmin = 70, xmax = 130, ymax = 100;
   auto X = [&](double x) { return L + (x - xmin) / (xmax - xmin) * pw; };
   auto Y = [&](double y) { return T + (1 - (y - ymin) / (ymax - ymin)) * ph; };
 
@@ -77,14 +78,18 @@ std::string allocation_plot_svg(const std::string& title, const std::vector<Plot
   o += "<text transform=\"translate(18," + num(T + ph / 2) +
        ") rotate(-90)\" text-anchor=\"middle\">GPU allocated (% of capacity)</text>\n";
   for (size_t i = 0; i < series.size(); ++i) {
-    const std::string color = kColors[i % (sizeof kColors / sizeof kColors[0])];
+    // fracpack's own policy in bold black, the others in a palette.
+    const bool ours = series[i].label == "fracpack";
+    const std::string color = ours ? "#000000" : kColors[i % (sizeof kColors / sizeof kColors[0])];
+    const std::string width = ours ? "3" : "1.6";
     std::string line, band_top, band_bottom;
     for (int x = static_cast<int>(xmin); x < replay::kColumns; ++x) {
       std::vector<double> col;
       for (const auto& r : series[i].runs) col.push_back(r[static_cast<size_t>(x)]);
       const double m = quantile(col, 0.5);
       if (std::isnan(m)) continue;
-      line += (line.empty() ? "M" : " L") + num(X(x)) + "," + num(Y(std::max(m, ymin)));
+      if (m < ymin) continue;  // below the plotted range
+      line += (line.empty() ? "M" : " L") + num(X(x)) + "," + num(Y(m));
       if (series[i].runs.size() > 1) {
         band_top += (band_top.empty() ? "" : " ") + num(X(x)) + "," + num(Y(std::max(quantile(col, 0.75), ymin)));
         band_bottom = num(X(x)) + "," + num(Y(std::max(quantile(col, 0.25), ymin))) + (band_bottom.empty() ? "" : " ") +
@@ -94,10 +99,10 @@ std::string allocation_plot_svg(const std::string& title, const std::vector<Plot
     if (!band_top.empty()) {
       o += "<polygon points=\"" + band_top + " " + band_bottom + "\" fill=\"" + color + "\" fill-opacity=\"0.15\"/>\n";
     }
-    o += "<path d=\"" + line + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
+    o += "<path d=\"" + line + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" + width + "\"/>\n";
     const double ly = T + 14 + static_cast<double>(i) * 20;
     o += "<line x1=\"" + num(L + pw + 12) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(L + pw + 36) + "\" y2=\"" + num(ly) +
-         "\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n<text x=\"" + num(L + pw + 42) + "\" y=\"" + num(ly + 4) +
+         "\" stroke=\"" + color + "\" stroke-width=\"" + width + "\"/>\n<text x=\"" + num(L + pw + 42) + "\" y=\"" + num(ly + 4) +
          "\">" + escape(series[i].label) + "</text>\n";
   }
   o += "</svg>\n";

@@ -25,7 +25,7 @@ the allocation and fragmentation figures of "fracpack replay openb".
 
 The target workload (fragmentation measure, fgd and fracpack policies) is
 the snapshot's fracpack-target-workload ConfigMap if present, else the
-typical pods of the snapshot's own pods.
+shapes of the snapshot's own pods.
 
 options:
   --policy P[,P...]       policies (default: fracpack); "all" for every policy
@@ -63,8 +63,8 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
   if (!state) return fail(path + ": " + state.message());
   for (const auto& p : state->problems) std::cerr << "fracpack: " << path << ": " << p.message << "\n";
 
-  auto workload = std::make_shared<scheduling::Workload>(
-      state->workload ? *state->workload : scheduling::Workload::typical(state->shapes));
+  auto workload = std::make_shared<scheduling::ShapeCounts>(state->workload ? *state->workload : state->shapes);
+  const scheduling::Workload metric = scheduling::Workload::typical(*workload);
   std::vector<std::string> order;
   for (const auto& n : state->nodes) order.push_back(n.name);
   int64_t arrived_before = 0;
@@ -95,7 +95,7 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
     so.fit.check_node_resources = true;
     so.record_placements = true;
     so.explain_failures = true;
-    replay::SequenceResult r = replay::place_in_order(ledger, order, **policy, state->pending, *workload, so, arrived_before);
+    replay::SequenceResult r = replay::place_in_order(ledger, order, **policy, state->pending, metric, so, arrived_before);
     total_gpus = r.capacity_milli / 1000;
     const double alloc = r.capacity_milli > 0 ? 100.0 * static_cast<double>(r.used_gpu_milli) / static_cast<double>(r.capacity_milli) : 0;
     const double idle = static_cast<double>(r.capacity_milli - r.used_gpu_milli);

@@ -89,17 +89,23 @@ TEST(Snapshot, WritersRoundTripThroughTheReader) {
 }
 
 TEST(Snapshot, WorkloadConfigMap) {
-  scheduling::Workload w({{scheduling::PodShape{3152, 810, 1, 0, 0, ""}, 0.25},
-                          {scheduling::PodShape{12000, 1000, 2, 0, 0, "V100M16|V100M32"}, 0.75}});
+  scheduling::ShapeCounts w;
+  w.add(scheduling::PodShape{3152, 810, 1, 0, 0, ""}, 1047);
+  w.add(scheduling::PodShape{12000, 1000, 2, 0, 25, "V100M16|V100M32"}, 3);
   auto back = parse_workload(format_workload(w));
   ASSERT_TRUE(back.ok()) << back.message();
-  ASSERT_EQ(back->entries().size(), 2u);
-  EXPECT_EQ(back->entries()[0].shape, w.entries()[0].shape);
-  EXPECT_EQ(back->entries()[1].shape, w.entries()[1].shape);
-  EXPECT_EQ(back->entries()[1].share, 0.75);
-  EXPECT_FALSE(parse_workload(R"({"shapes":[{"cpuMilli":1,"cards":1,"share":0.5}]})").ok()) << "shares must sum to 1";
-  EXPECT_FALSE(parse_workload(R"({"shapes":[{"cards":1,"share":1}]})").ok());
-  EXPECT_FALSE(parse_workload("nope").ok());
+  EXPECT_EQ(back->counts(), w.counts());
+  EXPECT_EQ(back->total(), 1050);
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"shapes":[{"cpuMilli":1,"cards":1,"count":0}]})", "count must be positive"},
+           {R"({"shapes":[{"cards":1,"count":1}]})", "cpuMilli is required"},
+           {R"({"shapes":[{"cpuMilli":1,"cards":1,"cores":150,"count":1}]})", "cores is out of range"},
+           {R"({"shapes":[]})", "no shapes"},
+           {"nope", "invalid JSON"}}) {
+    auto r = parse_workload(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(why), std::string::npos) << r.message();
+  }
 }
 
 TEST(Snapshot, Rfc3339) {
@@ -144,12 +150,13 @@ TEST(Snapshot, ConvertedOpenbReplaysIdentically) {
     std::vector<std::string> order;
     for (const auto& n : st->nodes) order.push_back(n.name);
     scheduling::PolicyOptions po;
-    po.workload = std::make_shared<scheduling::Workload>(*st->workload);
+    po.workload = std::make_shared<scheduling::ShapeCounts>(*st->workload);
     auto pol = scheduling::make_policy(policy, po);
     ASSERT_TRUE(pol.ok());
     replay::SequenceOptions so;
     so.record_placements = true;
-    auto via_snapshot = replay::place_in_order(ledger, order, **pol, st->pending, *st->workload, so);
+    auto via_snapshot =
+        replay::place_in_order(ledger, order, **pol, st->pending, scheduling::Workload::typical(*st->workload), so);
 
     ASSERT_EQ(via_snapshot.placements.size(), direct->placements.size());
     size_t same = 0;

@@ -74,8 +74,9 @@ TEST(Policy, FgdPicksTheCardThatFragmentsLeast) {
   // Target workload: half-card pods. Free [600, 1000]: a 500 share on card 0
   // leaves 100 stranded on it; on card 1 it leaves 600 + 500, both usable.
   PolicyOptions o;
-  PodShape half{1000, 500, 1, 0, 0, ""};
-  o.workload = std::make_shared<Workload>(Workload({{half, 1.0}}));
+  auto half = std::make_shared<ShapeCounts>();
+  half->add(PodShape{1000, 500, 1, 0, 0, ""});
+  o.workload = half;
   auto fgd = make_policy("fgd", o);
   ASSERT_TRUE(fgd.ok());
   Ledger l = ledger_with_free({600, 1000});
@@ -100,7 +101,9 @@ TEST(Policy, FactoryRejectsUnknownAndIncomplete) {
   EXPECT_NE(fgd.message().find("target workload"), std::string::npos);
   for (const auto& name : policy_names()) {
     PolicyOptions o;
-    o.workload = std::make_shared<Workload>(Workload({{PodShape{1000, 500, 1, 0, 0, ""}, 1.0}}));
+    auto w = std::make_shared<ShapeCounts>();
+    w->add(PodShape{1000, 500, 1, 0, 0, ""});
+    o.workload = w;
     EXPECT_TRUE(make_policy(name, o).ok()) << name;
   }
 }

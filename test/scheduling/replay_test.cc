@@ -160,6 +160,21 @@ TEST(Replay, Seed42MatchesThePapersCurvesOnEveryTrace) {
   EXPECT_GE(static_cast<double>(exact), 0.999 * static_cast<double>(cells)) << exact << " of " << cells << " exact";
 }
 
+// The fracpack policy stays ahead of FGD (README "Placement quality" has the
+// full table; this guards against regressions on one seed of each trace).
+TEST(Replay, FracpackAllocatesAtLeastAsMuchAsFgd) {
+  for (const std::string workload : {"default", "gpuspec33"}) {
+    Inputs in = load(workload);
+    ASSERT_FALSE(in.pods.empty());
+    ExperimentSetup s = setup(in, 43);
+    auto fgd = run_experiment(s, "fgd", 43);
+    auto ours = run_experiment(s, "fracpack", 43);
+    ASSERT_TRUE(fgd.ok() && ours.ok());
+    EXPECT_GE(ours->curves.alloc[130], fgd->curves.alloc[130]) << workload;
+    EXPECT_GT(ours->used_gpu_milli, fgd->used_gpu_milli) << workload;
+  }
+}
+
 TEST(Replay, BucketingFollowsTheMergeScripts) {
   // Two arrivals in bucket 0, none in 1 (falls back to 0..2), one in 2.
   std::vector<ArrivalMetrics> ev = {{0, 0, 100.0, 10.0}, {31, 31, 200.0, 20.0}, {124240, 124240, 300.0, 30.0}};
