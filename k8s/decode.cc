@@ -3,6 +3,10 @@
 
 #include "k8s/json.h"
 
+#if defined(__x86_64__) && !SIMDJSON_CAN_ALWAYS_RUN_HASWELL && !defined(FRACPACK_ALLOW_SLOW_JSON)
+#error "simdjson would use its portable fallback kernel here: build with -march=x86-64-v3 -mpclmul (FRACPACK_ARCH)"
+#endif
+
 namespace fracpack::k8s {
 
 const std::string* find(const StringMap& map, std::string_view key) {
@@ -383,6 +387,78 @@ Result<Node> parse_node(std::string_view text, const Selection& selection) {
   });
   if (!s.ok()) return Error{s.message()};
   return node;
+}
+
+Result<ListMeta> parse_list_meta(std::string_view text) {
+  ListMeta m;
+  if (text.empty()) return m;
+  Status s = json::with_document(text, [&](json::od::value root) -> Status {
+    return json::for_each_field(root, "metadata", [&](std::string_view key, json::od::value v) -> Status {
+      if (key == "resourceVersion") return json::get_string(v, "metadata.resourceVersion", m.resource_version);
+      if (key == "continue") return json::get_string(v, "metadata.continue", m.continue_token);
+      return Status::Ok();
+    });
+  });
+  if (!s.ok()) return Error{s.message()};
+  return m;
+}
+
+Result<WatchEvent> parse_watch_event(std::string_view text) {
+  WatchEvent ev;
+  bool has_object = false;
+  Status s = json::with_document(text, [&](json::od::value root) -> Status {
+    return json::for_each_field(root, "event", [&](std::string_view key, json::od::value v) -> Status {
+      if (key == "type") return json::get_string(v, "type", ev.type);
+      if (key == "object") {
+        json::od::object obj;
+        if (v.get_object().get(obj)) return json::type_error("object", "an object");
+        std::string_view raw;
+        if (auto e = obj.raw_json().get(raw)) return json::syntax_error(e, "object");
+        ev.object.assign(raw);
+        has_object = true;
+      }
+      return Status::Ok();
+    });
+  });
+  if (!s.ok()) return Error{"watch event: " + s.message()};
+  if (ev.type.empty()) return Error{"watch event without a type"};
+  if (!has_object) return Error{"watch event " + ev.type + " without an object"};
+  if (ev.type == "BOOKMARK") {
+    Status b = json::with_document(ev.object, [&](json::od::value root) -> Status {
+      return json::for_each_field(root, "object", [&](std::string_view key, json::od::value v) -> Status {
+        if (key != "metadata") return Status::Ok();
+        return json::for_each_field(v, "metadata", [&](std::string_view k, json::od::value mv) -> Status {
+          if (k == "resourceVersion") return json::get_string(mv, "metadata.resourceVersion", ev.resource_version);
+          return Status::Ok();
+        });
+      });
+    });
+    if (!b.ok()) return Error{"BOOKMARK: " + b.message()};
+  }
+  return ev;
+}
+
+Result<StatusInfo> parse_status(std::string_view text) {
+  StatusInfo info;
+  Status s = json::with_document(text, [&](json::od::value root) -> Status {
+    return json::for_each_field(root, "status", [&](std::string_view key, json::od::value v) -> Status {
+      if (key == "message") return json::get_string(v, "message", info.message);
+      if (key == "reason") return json::get_string(v, "reason", info.reason);
+      if (key == "code") {
+        int64_t c = 0;
+        if (v.get_int64().get(c)) return json::type_error("code", "an integer");
+        info.code = static_cast<int>(c);
+      }
+      return Status::Ok();
+    });
+  });
+  if (!s.ok()) return Error{s.message()};
+  return info;
+}
+
+std::string status_message(std::string_view text) {
+  auto s = parse_status(text);
+  return s.ok() ? s->message : std::string();
 }
 
 Result<ObjectList> parse_list(std::string_view text, const Selection& selection) {

@@ -98,4 +98,30 @@ Result<ObjectList> parse_list(std::string_view json, const Selection& selection)
 // Gives `s` the trailing capacity simdjson reads past the end of the text.
 void pad(std::string& s);
 
+// A list's metadata (the text of its "metadata" value; "" gives empty fields).
+struct ListMeta {
+  std::string resource_version;
+  std::string continue_token;
+};
+Result<ListMeta> parse_list_meta(std::string_view metadata_json);
+
+// One watch event {"type":..., "object":{...}}: the object's raw text, and
+// for a BOOKMARK its resourceVersion.
+struct WatchEvent {
+  std::string type;
+  std::string object;
+  std::string resource_version;
+};
+Result<WatchEvent> parse_watch_event(std::string_view json);
+
+// A Kubernetes Status object's "message" ("" if the text is not one).
+std::string status_message(std::string_view json);
+// Its "code" and "reason" too, for watch ERROR events.
+struct StatusInfo {
+  int code = 0;
+  std::string reason;
+  std::string message;
+};
+Result<StatusInfo> parse_status(std::string_view json);
+
 }  // namespace fracpack::k8s

@@ -155,6 +155,7 @@ class Ledger {
   const std::map<std::string, NodeState, std::less<>>& nodes() const { return nodes_; }
   size_t pod_count() const { return pods_.size(); }
   size_t assumed_count() const { return assumed_.size(); }
+  std::vector<std::string> assumed_pods() const { return {assumed_.begin(), assumed_.end()}; }
   // Cluster totals over present nodes' schedulable and unschedulable cards.
   int64_t total_cores_used() const { return total_cores_used_; }
   int overcommitted_cards() const;

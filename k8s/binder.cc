@@ -1,0 +1,89 @@
+#include "k8s/binder.h"
+
+#include "k8s/cluster_state.h"
+#include "k8s/contract.h"
+
+namespace fracpack::k8s {
+
+std::string binding_json(const BindTarget& t) {
+  std::string out = R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":)";
+  append_json_string(out, t.name);
+  out += R"(,"namespace":)";
+  append_json_string(out, t.namespace_name);
+  if (!t.uid.empty()) {
+    out += R"(,"uid":)";
+    append_json_string(out, t.uid);
+  }
+  if (!t.annotations.empty()) {
+    out += R"(,"annotations":{)";
+    for (size_t i = 0; i < t.annotations.size(); ++i) {
+      if (i > 0) out += ",";
+      append_json_string(out, t.annotations[i].first);
+      out += ":";
+      append_json_string(out, t.annotations[i].second);
+    }
+    out += "}";
+  }
+  out += R"(},"target":{"apiVersion":"v1","kind":"Node","name":)";
+  append_json_string(out, t.node);
+  out += "}}";
+  return out;
+}
+
+namespace {
+
+// Does the pod as the API server has it now sit on the target node?
+bool already_there(ApiClient& client, const BindTarget& t) {
+  auto r = client.request("GET", "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name);
+  if (!r || r->status != 200) return false;
+  auto pod = parse_pod(r->body, Selection{});
+  return pod && pod->node_name == t.node && (t.uid.empty() || pod->meta.uid == t.uid);
+}
+
+}  // namespace
+
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t) {
+  const std::string path = "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name + "/binding";
+  auto r = client.request("POST", path, binding_json(t));
+  if (!r) {
+    // The request may have reached the server before the connection failed.
+    if (already_there(client, t)) return BindOutcome::kAlreadyBound;
+    return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": " + r.message()};
+  }
+  if (r->status == 201 || r->status == 200) return BindOutcome::kBound;
+  const std::string message = status_message(r->body);
+  if (r->status == 409 && message.find("is already assigned to node \"" + t.node + "\"") != std::string::npos) {
+    return BindOutcome::kAlreadyBound;
+  }
+  if (r->status >= 500 || r->status == 429) {
+    if (already_there(client, t)) return BindOutcome::kAlreadyBound;
+  }
+  return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": API server answered " +
+               api_error_message(*r)};
+}
+
+size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age) {
+  size_t resolved = 0;
+  for (const auto& s : state.stale_assumptions(scheduling::Clock::now(), min_age)) {
+    auto r = client.request("GET", "/api/v1/namespaces/" + s.namespace_name + "/pods/" + s.name);
+    if (!r) continue;  // cannot tell now; try again later
+    if (r->status == 404) {
+      state.note_reconciled(s.uid);
+      ++resolved;
+      continue;
+    }
+    if (r->status != 200) continue;
+    auto pod = parse_pod(r->body, state.names().selection());
+    if (!pod) continue;
+    if (pod->meta.uid != s.uid || pod->terminal()) {
+      state.note_reconciled(s.uid);
+      ++resolved;
+    } else if (!pod->node_name.empty()) {
+      state.apply_pod(*pod);  // confirms from its annotation
+      ++resolved;
+    }
+  }
+  return resolved;
+}
+
+}  // namespace fracpack::k8s

@@ -1,0 +1,41 @@
+// Binding a pod to a node through the API server (kubernetes-protocol.md
+// §5.1): POST .../pods/{name}/binding with the pod's UID as a precondition
+// and the allocation annotations in the Binding's metadata, so nodeName and
+// the record are one atomic write. Idempotent: a 409 naming the same node,
+// or a GET showing the pod already there, counts as success (a retry after
+// a lost response).
+#pragma once
+
+#include <string>
+
+#include "k8s/api_client.h"
+#include "k8s/objects.h"
+
+namespace fracpack::k8s {
+
+struct BindTarget {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string node;
+  StringMap annotations;
+};
+
+enum class BindOutcome { kBound, kAlreadyBound };
+
+// The Binding body (exposed for tests).
+std::string binding_json(const BindTarget& target);
+
+// Binds, or says why not with the API server's message.
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target);
+
+class ClusterState;
+
+// Resolves assumed reservations that stayed unconfirmed for `min_age`: the
+// watch may have missed the pod's whole life (a relist after a 410 shows
+// only the present). One GET each: gone or re-created (another UID) ->
+// released; bound -> applied (confirms it); still pending -> kept (the TTL
+// remains the backstop). Returns how many were resolved.
+size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age);
+
+}  // namespace fracpack::k8s

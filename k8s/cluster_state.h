@@ -1,0 +1,180 @@
+// The cluster as fracpack knows it: the informers' pods and nodes, and the
+// ledger rebuilt from them. Allocations are durable only as pod annotations
+// (the Binding writes them atomically with spec.nodeName), so a restart
+// rebuilds the same ledger from a list.
+//
+//   pod events   a bound pod is confirmed from its fracpack.io/allocation
+//                annotation (keyed by UID: a pod re-created under the same
+//                name is a different pod); a terminal phase or a deletion
+//                releases it; a confirmed annotation replaces the matching
+//                assumed reservation; a pending pod holds nothing.
+//   node events  a node's cards follow its device annotation or GFD labels.
+//   relist       replaces the store: objects absent from the list are gone,
+//                with what they held; an assumed reservation for a pod the
+//                store never saw is left to its TTL (the list may predate it).
+//   fail closed  a bound GPU pod whose record is missing or malformed keeps
+//                capacity reserved as far as it can be inferred (its
+//                fracpack.io/gpu-indices, else the cards its request would
+//                take now); if nothing can be inferred, its node takes no new
+//                placement until the pod is resolved or gone. A malformed
+//                node keeps its last good cards, cordoned. Every such case is
+//                counted and kept for /debug, never a crash.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "k8s/contract.h"
+#include "k8s/informer.h"
+#include "k8s/objects.h"
+#include "scheduling/ledger.h"
+#include "scheduling/workload.h"
+
+namespace fracpack::k8s {
+
+struct SyncOptions {
+  ContractNames names;
+  std::chrono::milliseconds assume_ttl{30000};  // an assumed bind never confirmed is dropped after this
+};
+
+struct SyncCounters {
+  uint64_t pod_events = 0;
+  uint64_t node_events = 0;
+  uint64_t malformed_pods = 0;         // pods whose contract values or record could not be read
+  uint64_t malformed_nodes = 0;
+  uint64_t inferred_allocations = 0;   // bound GPU pods charged by inference
+  uint64_t overcommit_reports = 0;     // confirmations that left a card over capacity
+  uint64_t expired_assumptions = 0;
+  uint64_t relist_deletions = 0;       // objects found gone by a relist
+  uint64_t reconciled_assumptions = 0; // assumed binds resolved by a consistent list or a GET
+};
+
+// One problem kept for /debug and the logs.
+struct SyncProblem {
+  std::string object;
+  std::string message;
+};
+
+class ClusterState {
+ public:
+  explicit ClusterState(SyncOptions options);
+
+  InformerSink& pod_sink() { return pod_sink_; }
+  InformerSink& node_sink() { return node_sink_; }
+
+  // Both initial lists applied.
+  bool ready() const;
+
+  // Reads the ledger under a shared lock: fn(const Ledger&).
+  template <class Fn>
+  auto read(Fn&& fn) const {
+    std::shared_lock lock(mu_);
+    return fn(ledger_);
+  }
+
+  // The pending (or bound) pod with this UID as the informer last saw it.
+  std::optional<Pod> pod(const std::string& uid) const;
+  std::optional<Pod> pod_by_name(const std::string& namespace_name, const std::string& name) const;
+
+  // The bind path: reserve, then confirm (via the watch) or forget.
+  Status assume(const scheduling::PodFacts& pod, scheduling::Allocation allocation, scheduling::Clock::time_point now);
+  bool forget(const std::string& uid);
+  // The API server accepted the pod's Binding (at `when`): a consistent list
+  // started later that lacks the pod proves it gone.
+  void note_bound(const std::string& uid, std::chrono::steady_clock::time_point when = std::chrono::steady_clock::now());
+  // Drops assumed reservations past their TTL; returns how many.
+  size_t expire(scheduling::Clock::time_point now);
+
+  // Assumed pods reserved at least `min_age` ago and not yet confirmed.
+  struct Stale {
+    std::string uid;
+    std::string namespace_name;
+    std::string name;
+  };
+  std::vector<Stale> stale_assumptions(scheduling::Clock::time_point now, std::chrono::milliseconds min_age) const;
+  // The API server says this assumed pod is gone (or is another pod now).
+  void note_reconciled(const std::string& uid);
+
+  // Applies decoded objects directly (the informer sinks and tests use these).
+  void apply_pod(const Pod& pod);
+  void delete_pod(const Pod& pod);
+  void apply_node(const Node& node);
+  void delete_node(const std::string& name);
+
+  SyncCounters counters() const;
+  std::vector<SyncProblem> problems() const;  // the latest problems, newest last
+  // The current nodes and pods as a v1 List (replayable with `replay snapshot`).
+  std::string snapshot_json() const;
+  // The workload seen so far: shapes of the pods in the store.
+  scheduling::ShapeCounts observed_shapes() const;
+
+  const ContractNames& names() const { return options_.names; }
+  std::chrono::milliseconds assume_ttl() const { return options_.assume_ttl; }
+
+ private:
+  class PodSink : public InformerSink {
+   public:
+    explicit PodSink(ClusterState& s) : s_(s) {}
+    void begin_list(bool consistent) override;
+    Status list_item(std::string_view json) override;
+    void end_list(const std::string& rv) override;
+    void abort_list() override;
+    Result<std::string> event(WatchEventType type, std::string_view json) override;
+
+   private:
+    ClusterState& s_;
+    std::unordered_set<std::string> seen_;
+    bool listing_ = false;
+    bool consistent_ = false;
+    std::chrono::steady_clock::time_point started_{};
+  };
+  class NodeSink : public InformerSink {
+   public:
+    explicit NodeSink(ClusterState& s) : s_(s) {}
+    void begin_list(bool consistent) override;
+    Status list_item(std::string_view json) override;
+    void end_list(const std::string& rv) override;
+    void abort_list() override;
+    Result<std::string> event(WatchEventType type, std::string_view json) override;
+
+   private:
+    ClusterState& s_;
+    std::unordered_set<std::string> seen_;
+    bool listing_ = false;
+  };
+
+  // All below hold mu_ exclusively.
+  void apply_pod_locked(const Pod& pod);
+  void delete_pod_locked(const std::string& uid);
+  void resolve_node_locked(const std::string& node);
+  void push_effective_spec_locked(const std::string& node);
+  bool infer_locked(const std::string& uid);
+  void problem_locked(std::string object, std::string message);
+
+  SyncOptions options_;
+  mutable std::shared_mutex mu_;
+  scheduling::Ledger ledger_;
+  std::unordered_map<std::string, Pod> pods_;                  // by UID
+  std::unordered_map<std::string, std::string> uid_by_key_;   // namespace/name -> UID
+  std::map<std::string, Node> nodes_;                          // by name
+  std::map<std::string, scheduling::NodeSpec> specs_;          // last good card description, by node
+  std::set<std::string> malformed_nodes_;                      // nodes whose current object could not be read
+  std::map<std::string, std::set<std::string>> unresolved_;    // node -> GPU pods whose cards are unknown
+  std::set<std::string> inferred_;                             // pods charged by inference
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> bound_at_;  // assumed pods whose Binding succeeded
+  SyncCounters counters_;
+  std::vector<SyncProblem> problems_;
+  bool pods_synced_ = false;
+  bool nodes_synced_ = false;
+  PodSink pod_sink_{*this};
+  NodeSink node_sink_{*this};
+};
+
+}  // namespace fracpack::k8s

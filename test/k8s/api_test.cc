@@ -1,0 +1,277 @@
+// The API client pieces against the fake server: binding, events, auth
+// configuration, and the HTTP client's own behaviour.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/auth.h"
+#include "k8s/binder.h"
+#include "k8s/events.h"
+#include "test/k8s/cluster_harness.h"
+
+namespace fracpack::testing {
+namespace {
+
+using json = nlohmann::json;
+
+k8s::BindTarget target(const FakeApiServer& s, const std::string& name, const std::string& node) {
+  k8s::BindTarget t;
+  t.namespace_name = "default";
+  t.name = name;
+  t.node = node;
+  t.uid = json::parse(*s.get("pods", "default", name))["metadata"]["uid"];
+  t.annotations = {{"fracpack.io/allocation", R"({"node":")" + node + R"(","containers":[]})"},
+                   {"fracpack.io/gpu-indices", "1"}};
+  return t;
+}
+
+TEST(Binder, BindsWithAnnotationsAtomicallyAndIsIdempotent) {
+  FakeApiServer s;
+  s.create("pods", pod_object({"p", "default", "", "Pending", {{"fracpack.io/gpu", "1"}}, {}}));
+  k8s::ApiClient api(client_for(s));
+  auto t = target(s, "p", "n1");
+  auto r = k8s::bind_pod(api, t);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(*r, k8s::BindOutcome::kBound);
+  json pod = json::parse(*s.get("pods", "default", "p"));
+  EXPECT_EQ(pod["spec"]["nodeName"], "n1");
+  EXPECT_EQ(pod["metadata"]["annotations"]["fracpack.io/gpu-indices"], "1");
+  // A retry after a lost answer: 409 naming the same node is success.
+  auto again = k8s::bind_pod(api, t);
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(*again, k8s::BindOutcome::kAlreadyBound);
+  // Another node: the API server's message.
+  t.node = "n2";
+  auto other = k8s::bind_pod(api, t);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.message().find("is already assigned to node \"n1\""), std::string::npos) << other.message();
+}
+
+TEST(Binder, FailuresCarryTheApiServersMessage) {
+  FakeApiServer s;
+  s.create("pods", pod_object({"p", "default", "", "Pending", {}, {}}));
+  k8s::ApiClient api(client_for(s));
+  auto t = target(s, "p", "n1");
+  t.uid = "someone-else";
+  auto r = k8s::bind_pod(api, t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("Precondition failed: UID in precondition"), std::string::npos) << r.message();
+
+  auto missing = target(s, "p", "n1");
+  missing.name = "ghost";
+  r = k8s::bind_pod(api, missing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("pods \"ghost\" not found"), std::string::npos) << r.message();
+
+  s.faults().conflict_bindings = 1;
+  r = k8s::bind_pod(api, target(s, "p", "n1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("409"), std::string::npos) << r.message();
+
+  s.faults().fail_bindings = 1;
+  r = k8s::bind_pod(api, target(s, "p", "n1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("injected failure"), std::string::npos) << r.message();
+  EXPECT_FALSE(json::parse(*s.get("pods", "default", "p"))["spec"].contains("nodeName"));
+
+  // Applied, but the answer is lost: the GET shows it there.
+  s.faults().drop_binding_response = 1;
+  r = k8s::bind_pod(api, target(s, "p", "n1"));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(*r, k8s::BindOutcome::kAlreadyBound);
+}
+
+TEST(Binder, BindingBodyFollowsTheReference) {
+  k8s::BindTarget t{"ml", "train-0", "u-1", "node-a", {{"example.com/gpu-ids", "0,1"}}};
+  EXPECT_EQ(k8s::binding_json(t),
+            R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"train-0","namespace":"ml","uid":"u-1",)"
+            R"("annotations":{"example.com/gpu-ids":"0,1"}},"target":{"apiVersion":"v1","kind":"Node","name":"node-a"}})");
+}
+
+TEST(Events, PostedInTheBackgroundAndRateLimited) {
+  FakeApiServer s;
+  k8s::EventOptions o;
+  o.instance = "fracpack-0";
+  k8s::EventRecorder rec(client_for(s), o);
+  std::jthread worker([&](std::stop_token st) { rec.run(st); });
+  const k8s::EventRef pod{"ml", "train-0", "u-1"};
+  rec.record(pod, "Warning", "FailedScheduling", "0/3 nodes are available: 3 insufficient GPU");
+  rec.record(pod, "Warning", "FailedScheduling", "again");  // within the interval: suppressed
+  rec.record(pod, "Warning", "BindFailed", "conflict");
+  ASSERT_TRUE(Cluster::wait_for([&] { return rec.stats().posted == 2; }));
+  const auto events = s.list("events");
+  ASSERT_EQ(events.size(), 2u);
+  json e = json::parse(events[0]);
+  EXPECT_EQ(e["involvedObject"]["name"], "train-0");
+  EXPECT_EQ(e["involvedObject"]["uid"], "u-1");
+  EXPECT_EQ(e["source"]["component"], "fracpack");
+  EXPECT_EQ(e["type"], "Warning");
+  EXPECT_EQ(rec.stats().suppressed, 1u);
+  // The global bucket: a burst beyond it is dropped, not queued forever.
+  for (int i = 0; i < 100; ++i) rec.record({"ml", "p" + std::to_string(i), "u" + std::to_string(i)}, "Warning", "X", "m");
+  EXPECT_GE(rec.stats().suppressed, 60u);
+}
+
+// --- authentication configuration ---
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Auth, KubeconfigCurrentContext) {
+  const TestCertificate cert = make_test_certificate();
+  write("kc-ca.crt", cert.cert_pem);
+  write("kc-token", "tok-from-file\n");
+  const std::string path = write("kc.yaml", R"(apiVersion: v1
+kind: Config
+clusters:
+- name: dev
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority: kc-ca.crt
+    tls-server-name: kubernetes
+- name: other
+  cluster:
+    server: http://10.0.0.1:8080
+users:
+- name: u
+  user:
+    tokenFile: kc-token
+- name: admin
+  user:
+    token: tok-inline
+contexts:
+- name: dev
+  context: {cluster: dev, user: u}
+- name: other
+  context: {cluster: other, user: admin}
+current-context: dev
+)");
+  auto c = k8s::kubeconfig_config(path);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->endpoint.url(), "https://127.0.0.1:6443");
+  EXPECT_EQ(c->tls.ca_pem, cert.cert_pem) << "relative paths resolve against the kubeconfig's folder";
+  EXPECT_EQ(c->tls.server_name, "kubernetes");
+  ASSERT_TRUE(c->token);
+  EXPECT_EQ(*c->token->token(), "tok-from-file");
+  auto other = k8s::kubeconfig_config(path, "other");
+  ASSERT_TRUE(other.ok()) << other.message();
+  EXPECT_FALSE(other->endpoint.tls());
+  EXPECT_EQ(*other->token->token(), "tok-inline");
+}
+
+TEST(Auth, KubeconfigRefusalsSayWhy) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"users: [{name: u, user: {exec: {command: aws}}}]", "exec credential plugins are not supported"},
+      {"users: [{name: u, user: {auth-provider: {name: gcp}}}]", "auth-provider plugins are not supported"},
+      {"users: [{name: u, user: {username: a, password: b}}]", "basic authentication is not supported"},
+      {"users: [{name: u, user: {client-certificate-data: Zm9v}}]", "needs its key"},
+  };
+  for (const auto& [user, why] : cases) {
+    const std::string path = write("kc-bad.yaml", "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n" + user +
+                                                      "\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n");
+    auto c = k8s::kubeconfig_config(path);
+    ASSERT_FALSE(c.ok()) << user;
+    EXPECT_NE(c.message().find(why), std::string::npos) << c.message();
+  }
+  auto missing = k8s::kubeconfig_config(write("kc-nocontext.yaml", "current-context: nope\n"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("no context \"nope\""), std::string::npos) << missing.message();
+  EXPECT_FALSE(k8s::kubeconfig_config(::testing::TempDir() + "/does-not-exist").ok());
+}
+
+TEST(Auth, KubeconfigListMergesFirstWins) {
+  const std::string a = write("kc-a.yaml", "current-context: one\ncontexts: [{name: one, context: {cluster: c1}}]\n");
+  const std::string b = write("kc-b.yaml", "current-context: two\nclusters: [{name: c1, cluster: {server: 'http://first:1'}}]\n");
+  setenv("KUBECONFIG", (a + ":" + b).c_str(), 1);
+  auto c = k8s::kubeconfig_config();
+  unsetenv("KUBECONFIG");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->endpoint.host, "first");
+}
+
+TEST(Auth, InCluster) {
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  auto none = k8s::in_cluster_config(::testing::TempDir());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("not running in a cluster"), std::string::npos);
+  const std::string dir = ::testing::TempDir() + "/sa";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/token") << "sa-token\n";
+  std::ofstream(dir + "/ca.crt") << "PEM";
+  setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto c = k8s::in_cluster_config(dir);
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->endpoint.host, "fd00::1");
+  EXPECT_EQ(c->endpoint.url(), "https://[fd00::1]:443");
+  EXPECT_EQ(c->tls.ca_pem, "PEM");
+  EXPECT_EQ(*c->token->token(), "sa-token");
+  // The kubelet rotates the token: re-read after invalidate (a 401).
+  std::ofstream(dir + "/token") << "sa-token-2";
+  c->token->invalidate();
+  EXPECT_EQ(*c->token->token(), "sa-token-2");
+}
+
+TEST(Auth, EndpointsAndBase64) {
+  auto e = k8s::Endpoint::parse("https://[::1]:6443/prefix/");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->host, "::1");
+  EXPECT_EQ(e->port, "6443");
+  EXPECT_EQ(e->base_path, "/prefix");
+  EXPECT_EQ(k8s::Endpoint::parse("http://h")->port, "80");
+  EXPECT_EQ(k8s::Endpoint::parse("https://h")->port, "443");
+  EXPECT_FALSE(k8s::Endpoint::parse("h:80").ok());
+  EXPECT_FALSE(k8s::Endpoint::parse("ftp://h").ok());
+  EXPECT_FALSE(k8s::Endpoint::parse("http://h:8x").ok());
+  EXPECT_EQ(*k8s::base64_decode("aGVsbG8gd29ybGQ="), "hello world");
+  EXPECT_FALSE(k8s::base64_decode("a*b").ok());
+}
+
+// --- the HTTP client ---
+
+TEST(ApiClient, TimeoutsAndRefusedConnectionsAreClearErrors) {
+  FakeApiServer s;
+  s.faults().slow_ms = 500;
+  k8s::ClientConfig c = client_for(s);
+  c.request_timeout = std::chrono::milliseconds(100);
+  k8s::ApiClient api(c);
+  auto r = api.request("GET", "/version");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("timed out after 100 ms"), std::string::npos) << r.message();
+  s.faults().slow_ms = 0;
+  auto ok = api.request("GET", "/version");  // reconnects
+  ASSERT_TRUE(ok.ok()) << ok.message();
+
+  k8s::ClientConfig dead;
+  dead.endpoint = *k8s::Endpoint::parse("http://127.0.0.1:1");
+  k8s::ApiClient none(dead);
+  auto refused = none.request("GET", "/version");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("cannot connect to http://127.0.0.1:1"), std::string::npos) << refused.message();
+}
+
+TEST(ApiClient, KeepsOneConnectionAcrossRequests) {
+  FakeApiServer s;
+  k8s::ApiClient api(client_for(s));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(api.request("GET", "/version").ok());
+  EXPECT_EQ(s.connections(), 1);
+  // No bearer token over plain HTTP (as client-go).
+  k8s::ClientConfig c = client_for(s);
+  c.token = k8s::TokenSource::fixed("never-sent");
+  k8s::ApiClient plain(c);
+  ASSERT_TRUE(plain.request("GET", "/version").ok());
+  EXPECT_EQ(s.last_authorization(), "");
+}
+
+}  // namespace
+}  // namespace fracpack::testing

@@ -1,0 +1,76 @@
+// Test harness: a fake API server, a ClusterState fed by a pod and a node
+// informer (each on its own thread), object builders, and the check that
+// the ledger equals what the pods' annotations say.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "k8s/cluster_state.h"
+#include "k8s/informer.h"
+#include "test/k8s/fake_apiserver.h"
+
+namespace fracpack::testing {
+
+// A node with `gpus` identical cards described by GPU Feature Discovery labels.
+std::string node_object(const std::string& name, int gpus, int64_t memory_mib = 16384, const std::string& cpu = "64");
+
+struct PodSpec {
+  PodSpec(std::string name_, std::string ns_, std::string node_, std::string phase_,
+          std::map<std::string, std::string> limits_, std::map<std::string, std::string> annotations_, std::string uid_ = "")
+      : name(std::move(name_)), ns(std::move(ns_)), node(std::move(node_)), phase(std::move(phase_)),
+        limits(std::move(limits_)), annotations(std::move(annotations_)), uid(std::move(uid_)) {}
+  std::string name;
+  std::string ns = "default";
+  std::string node;     // "" pending
+  std::string phase = "Running";
+  std::map<std::string, std::string> limits;
+  std::map<std::string, std::string> annotations;
+  std::string uid;      // "" lets the server choose
+};
+std::string pod_object(const PodSpec& p);
+
+// The allocation annotation of a single-container share.
+std::string allocation_annotation(const std::string& node, const std::vector<std::pair<int, int>>& cards_cores_percent,
+                                  int64_t memory_mib = 0, const std::string& container = "main");
+
+k8s::ClientConfig client_for(const FakeApiServer& server);
+k8s::InformerOptions fast_informer(const std::string& resource, const std::string& field_selector = "");
+
+class Cluster {
+ public:
+  explicit Cluster(FakeApiServerOptions options = {});
+  ~Cluster();
+
+  FakeApiServer& server() { return *server_; }
+  k8s::ClusterState& state() { return *state_; }
+  // Starts (or restarts, with a fresh ClusterState) the informers.
+  void start(k8s::ClientConfig client);
+  void start() { start(client_for(*server_)); }
+  void stop();
+  k8s::InformerStats pod_stats() const { return pods_->stats(); }
+  k8s::InformerStats node_stats() const { return nodes_->stats(); }
+
+  // Polls `pred` until true or the timeout.
+  static bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Waits until the ledger equals the annotations on the server; returns the
+  // last difference ("" when equal).
+  std::string wait_consistent(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<k8s::ClusterState> state_;
+  std::unique_ptr<k8s::Informer> pods_, nodes_;
+  std::jthread pod_thread_, node_thread_;
+};
+
+// "" if the ledger's cards, CPU and pods equal what the server's pods say
+// (their allocation annotations), field by field; else the first difference.
+std::string compare_ledger(const FakeApiServer& server, const k8s::ClusterState& state);
+
+}  // namespace fracpack::testing
