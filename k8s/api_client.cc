@@ -178,6 +178,9 @@ struct ApiClient::Impl {
     tcp.reset();
     tls.reset();
     buffer.clear();
+    // Beast reads at most the buffer's free capacity (down to 512 bytes) per
+    // system call: a small buffer turns a gigabyte list into millions of reads.
+    buffer.reserve(kReadBuffer);
     tcp::resolver resolver(ioc);
     error_code ec;
     tcp::resolver::results_type endpoints;
@@ -266,6 +269,7 @@ struct ApiClient::Impl {
     return req;
   }
 
+  static constexpr size_t kReadBuffer = 1 << 20;
   const ClientConfig& config;
   asio::io_context ioc;
   std::unique_ptr<asio::ssl::context> ssl;

@@ -68,18 +68,22 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
     auto r = client.request("GET", "/api/v1/namespaces/" + s.namespace_name + "/pods/" + s.name);
     if (!r) continue;  // cannot tell now; try again later
     if (r->status == 404) {
-      state.note_reconciled(s.uid);
+      state.note_gone(s.uid);
       ++resolved;
       continue;
     }
     if (r->status != 200) continue;
-    auto pod = parse_pod(r->body, state.names().selection());
+    auto pod = parse_pod(r->body, state.selection());
     if (!pod) continue;
+    // Only release. A GET answered before a deletion the watch has since
+    // applied would resurrect the pod as confirmed, with nothing left to
+    // remove it: confirmations come from the informer alone (a live, bound
+    // pod is in its next event or list).
     if (pod->meta.uid != s.uid || pod->terminal()) {
-      state.note_reconciled(s.uid);
+      state.note_gone(s.uid);
       ++resolved;
-    } else if (!pod->node_name.empty()) {
-      state.apply_pod(*pod);  // confirms from its annotation
+    } else if (!pod->node_name.empty() && pod->node_name != s.node) {
+      state.note_reconciled(s.uid);
       ++resolved;
     }
   }

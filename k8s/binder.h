@@ -33,9 +33,11 @@ class ClusterState;
 
 // Resolves assumed reservations that stayed unconfirmed for `min_age`: the
 // watch may have missed the pod's whole life (a relist after a 410 shows
-// only the present). One GET each: gone or re-created (another UID) ->
-// released; bound -> applied (confirms it); still pending -> kept (the TTL
-// remains the backstop). Returns how many were resolved.
+// only the present). One GET each: gone, re-created (another UID), finished
+// or bound elsewhere -> released; bound here or still pending -> kept, for
+// the informer to confirm (never from the GET: it may predate a deletion
+// the watch already applied) or the TTL to expire. Returns how many were
+// released.
 size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age);
 
 }  // namespace fracpack::k8s

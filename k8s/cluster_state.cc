@@ -14,6 +14,7 @@ using scheduling::PodFacts;
 namespace {
 
 constexpr size_t kMaxProblems = 200;
+constexpr auto kTombstoneLife = std::chrono::minutes(10);
 
 // "0,3" -> {0, 3}; nullopt if malformed.
 std::optional<std::vector<int>> parse_indices(const std::string& text) {
@@ -36,7 +37,7 @@ std::optional<std::vector<int>> parse_indices(const std::string& text) {
 
 }  // namespace
 
-ClusterState::ClusterState(SyncOptions options) : options_(std::move(options)) {}
+ClusterState::ClusterState(SyncOptions options) : options_(std::move(options)), selection_(options_.names.selection()) {}
 
 bool ClusterState::ready() const {
   std::shared_lock lock(mu_);
@@ -47,7 +48,7 @@ std::optional<Pod> ClusterState::pod(const std::string& uid) const {
   std::shared_lock lock(mu_);
   auto it = pods_.find(uid);
   if (it == pods_.end()) return std::nullopt;
-  return it->second;
+  return it->second.pod;
 }
 
 std::optional<Pod> ClusterState::pod_by_name(const std::string& ns, const std::string& name) const {
@@ -56,7 +57,7 @@ std::optional<Pod> ClusterState::pod_by_name(const std::string& ns, const std::s
   if (k == uid_by_key_.end()) return std::nullopt;
   auto it = pods_.find(k->second);
   if (it == pods_.end()) return std::nullopt;
-  return it->second;
+  return it->second.pod;
 }
 
 Status ClusterState::assume(const PodFacts& pod, Allocation allocation, scheduling::Clock::time_point now) {
@@ -79,7 +80,7 @@ std::vector<ClusterState::Stale> ClusterState::stale_assumptions(scheduling::Clo
     const scheduling::PodRecord* r = ledger_.pod(uid);
     if (r == nullptr || r->deadline - options_.assume_ttl + min_age > now) continue;
     const size_t slash = r->key.find('/');
-    out.push_back(Stale{uid, r->key.substr(0, slash), slash == std::string::npos ? r->key : r->key.substr(slash + 1)});
+    out.push_back(Stale{uid, r->key.substr(0, slash), slash == std::string::npos ? r->key : r->key.substr(slash + 1), r->node});
   }
   return out;
 }
@@ -88,6 +89,13 @@ void ClusterState::note_reconciled(const std::string& uid) {
   std::unique_lock lock(mu_);
   bound_at_.erase(uid);
   if (ledger_.forget(uid)) ++counters_.reconciled_assumptions;
+}
+
+void ClusterState::note_gone(const std::string& uid) {
+  std::unique_lock lock(mu_);
+  bound_at_.erase(uid);
+  if (ledger_.forget(uid)) ++counters_.reconciled_assumptions;
+  gone_[uid] = Tombstone{scheduling::Clock::now(), 0};
 }
 
 void ClusterState::note_bound(const std::string& uid, std::chrono::steady_clock::time_point when) {
@@ -102,6 +110,10 @@ size_t ClusterState::expire(scheduling::Clock::time_point now) {
   counters_.expired_assumptions += gone.size();
   for (const auto& r : gone) bound_at_.erase(r.uid);
   for (const auto& r : gone) problem_locked("pod " + r.key, "assumed reservation on " + r.node + " expired without confirmation");
+  // Tombstones outlive any event still in flight long before this.
+  for (auto it = gone_.begin(); it != gone_.end();) {
+    it = now - it->second.at > kTombstoneLife ? gone_.erase(it) : std::next(it);
+  }
   return gone.size();
 }
 
@@ -177,7 +189,7 @@ void ClusterState::push_effective_spec_locked(const std::string& node) {
 bool ClusterState::infer_locked(const std::string& uid) {
   auto pit = pods_.find(uid);
   if (pit == pods_.end()) return true;  // gone: nothing to resolve
-  const Pod& pod = pit->second;
+  const Pod& pod = pit->second.pod;
   const scheduling::NodeState* node = ledger_.node(pod.node_name);
   if (node == nullptr || !node->present()) return false;
   auto req = pod_request(pod, options_.names);
@@ -244,46 +256,57 @@ void ClusterState::resolve_node_locked(const std::string& node) {
   if (pending.empty()) unresolved_.erase(node);
 }
 
-void ClusterState::apply_pod_locked(const Pod& pod) {
+ClusterState::PodEntry* ClusterState::apply_pod_locked(Pod incoming) {
   ++counters_.pod_events;
-  const std::string& uid = pod.meta.uid;
-  if (uid.empty()) {
-    problem_locked("pod " + pod.key(), "pod without metadata.uid");
-    return;
+  if (incoming.meta.uid.empty()) {
+    problem_locked("pod " + incoming.key(), "pod without metadata.uid");
+    return nullptr;
   }
-  if (pod.terminal()) {
-    delete_pod_locked(uid);
-    return;
+  if (incoming.terminal()) {
+    delete_pod_locked(incoming.meta.uid);
+    return nullptr;
   }
-  // A previous version may have been unresolved somewhere.
-  if (auto old = pods_.find(uid); old != pods_.end() && !old->second.node_name.empty()) {
-    auto u = unresolved_.find(old->second.node_name);
+  if (auto t = gone_.find(incoming.meta.uid); t != gone_.end()) {
+    // Older than what proved it gone (a lagging watch, a stale list).
+    ++counters_.stale_events;
+    t->second.listed = current_list_generation_;
+    return nullptr;
+  }
+  auto [it, inserted] = pods_.try_emplace(incoming.meta.uid);
+  const std::string& uid = it->first;
+  PodEntry& entry = it->second;
+  if (!inserted && !entry.pod.node_name.empty()) {
+    // The previous version may have been unresolved on its node.
+    auto u = unresolved_.find(entry.pod.node_name);
     if (u != unresolved_.end() && u->second.erase(uid) > 0) {
-      const std::string n = old->second.node_name;
+      const std::string n = entry.pod.node_name;
       push_effective_spec_locked(n);
       if (u->second.empty()) unresolved_.erase(u);
     }
   }
-  uid_by_key_[pod.key()] = uid;
-  pods_[uid] = pod;
-  if (pod.node_name.empty()) return;  // pending: holds nothing (an assumed bind stays assumed)
-
-  const std::string who = "pod " + pod.key();
+  std::string key = incoming.key();
+  entry.pod = std::move(incoming);
+  const Pod& pod = entry.pod;
+  if (pod.node_name.empty()) {
+    uid_by_key_[std::move(key)] = uid;
+    return &entry;  // pending: holds nothing (an assumed bind stays assumed)
+  }
+  auto who = [&] { return "pod " + key; };
   auto req = pod_request(pod, options_.names);
   if (!req) {
     ++counters_.malformed_pods;
-    problem_locked(who, req.message());
+    problem_locked(who(), req.message());
+    ledger_.confirm(PodFacts{uid, key, 0, 0}, Allocation{pod.node_name, {}});
     if (requests_gpu(pod, options_.names)) {
       // Its GPU holdings cannot be known: close its node to new placements.
-      ledger_.confirm(PodFacts{uid, pod.key(), 0, 0}, Allocation{pod.node_name, {}});
       unresolved_[pod.node_name].insert(uid);
       push_effective_spec_locked(pod.node_name);
-    } else {
-      ledger_.confirm(PodFacts{uid, pod.key(), 0, 0}, Allocation{pod.node_name, {}});
     }
-    return;
+    uid_by_key_[std::move(key)] = uid;
+    return &entry;
   }
-  const PodFacts facts{uid, pod.key(), req->cpu_milli, req->memory_bytes};
+  const PodFacts facts{uid, key, req->cpu_milli, req->memory_bytes};
+  uid_by_key_[std::move(key)] = uid;
   if (const std::string* record = pod.meta.annotation(options_.names.allocation)) {
     auto a = parse_allocation(*record);
     if (a && a->node == pod.node_name) {
@@ -291,23 +314,25 @@ void ClusterState::apply_pod_locked(const Pod& pod) {
       const int over = ledger_.confirm(facts, std::move(*a));
       if (over > 0) {
         ++counters_.overcommit_reports;
-        problem_locked(who, "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
+        problem_locked("pod " + facts.key,
+                       "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
       }
       inferred_.erase(uid);
-      return;
+      return &entry;
     }
     ++counters_.malformed_pods;
-    problem_locked(who, a ? "annotation " + options_.names.allocation + " names node " + a->node +
-                                " but the pod is bound to " + pod.node_name
-                          : "annotation " + options_.names.allocation + ": " + a.message());
+    problem_locked("pod " + facts.key, a ? "annotation " + options_.names.allocation + " names node " + a->node +
+                                               " but the pod is bound to " + pod.node_name
+                                         : "annotation " + options_.names.allocation + ": " + a.message());
   }
   if (!req->wants_gpu()) {
     ledger_.confirm(facts, Allocation{pod.node_name, {}});
-    return;
+    return &entry;
   }
   // A bound GPU pod without a usable record: infer what it holds.
   unresolved_[pod.node_name].insert(uid);
-  resolve_node_locked(pod.node_name);
+  resolve_node_locked(pod.node_name);  // reads pods_, never changes it: `entry` stays valid
+  return &entry;
 }
 
 void ClusterState::delete_pod_locked(const std::string& uid) {
@@ -315,9 +340,10 @@ void ClusterState::delete_pod_locked(const std::string& uid) {
   ledger_.remove(uid);
   inferred_.erase(uid);
   bound_at_.erase(uid);
+  gone_.erase(uid);  // the informer has seen it go: nothing older can follow
   if (it == pods_.end()) return;
-  const std::string node = it->second.node_name;
-  auto k = uid_by_key_.find(it->second.key());
+  const std::string node = it->second.pod.node_name;
+  auto k = uid_by_key_.find(it->second.pod.key());
   if (k != uid_by_key_.end() && k->second == uid) uid_by_key_.erase(k);
   pods_.erase(it);
   auto u = unresolved_.find(node);
@@ -330,44 +356,57 @@ void ClusterState::delete_pod_locked(const std::string& uid) {
 // --- informer sinks ---
 
 void ClusterState::PodSink::begin_list(bool consistent) {
-  seen_.clear();
+  ++generation_;
+  {
+    std::unique_lock lock(s_.mu_);
+    s_.current_list_generation_ = generation_;
+  }
   listing_ = true;
   consistent_ = consistent;
   started_ = std::chrono::steady_clock::now();
 }
 
 Status ClusterState::PodSink::list_item(std::string_view json) {
-  auto pod = parse_pod(json, s_.options_.names.selection());
+  auto pod = parse_pod(json, s_.selection_);
   if (!pod) {
     std::unique_lock lock(s_.mu_);
     ++s_.counters_.malformed_pods;
     s_.problem_locked("pod ?", "cannot decode a listed pod: " + pod.message());
     return Error{pod.message()};
   }
-  seen_.insert(pod->meta.uid);
   std::unique_lock lock(s_.mu_);
-  s_.apply_pod_locked(*pod);
+  if (PodEntry* entry = s_.apply_pod_locked(std::move(*pod))) entry->listed = generation_;
   return Status::Ok();
 }
 
 void ClusterState::PodSink::end_list(const std::string&) {
   std::unique_lock lock(s_.mu_);
   std::vector<std::string> gone;
-  for (const auto& [uid, pod] : s_.pods_) {
-    if (!seen_.contains(uid)) gone.push_back(uid);
+  for (const auto& [uid, entry] : s_.pods_) {
+    if (entry.listed != generation_) gone.push_back(uid);
   }
+  auto listed = [&](const std::string& uid) {
+    auto it = s_.pods_.find(uid);
+    return it != s_.pods_.end() && it->second.listed == generation_;
+  };
   // Pods this store had seen and the list lacks are gone (deleted, or
   // terminal and filtered out), with whatever they held, assumed or not.
   // Assumptions for pods never seen here are not in pods_: they stay until
   // confirmed or expired (the list may predate the pod).
   for (const auto& uid : gone) s_.delete_pod_locked(uid);
   s_.counters_.relist_deletions += gone.size();
+  // A list without a tombstoned pod is past its deletion: the watch that
+  // follows cannot bring older events about it.
+  for (auto it = s_.gone_.begin(); it != s_.gone_.end();) {
+    it = it->second.listed != generation_ ? s_.gone_.erase(it) : std::next(it);
+  }
+  s_.current_list_generation_ = 0;
   if (consistent_) {
     // A quorum read started after a Binding succeeded shows the pod if it
     // still exists: an assumed pod bound before it and absent is gone.
     for (const auto& uid : s_.ledger_.assumed_pods()) {
       auto b = s_.bound_at_.find(uid);
-      if (b != s_.bound_at_.end() && b->second < started_ && !seen_.contains(uid)) {
+      if (b != s_.bound_at_.end() && b->second < started_ && !listed(uid)) {
         s_.ledger_.forget(uid);
         s_.bound_at_.erase(b);
         ++s_.counters_.reconciled_assumptions;
@@ -375,30 +414,27 @@ void ClusterState::PodSink::end_list(const std::string&) {
     }
   }
   s_.pods_synced_ = true;
-  seen_.clear();
   listing_ = false;
 }
 
-void ClusterState::PodSink::abort_list() {
-  seen_.clear();
-  listing_ = false;
-}
+void ClusterState::PodSink::abort_list() { listing_ = false; }
 
 Result<std::string> ClusterState::PodSink::event(WatchEventType type, std::string_view json) {
-  auto pod = parse_pod(json, s_.options_.names.selection());
+  auto pod = parse_pod(json, s_.selection_);
   std::unique_lock lock(s_.mu_);
   if (!pod) {
     ++s_.counters_.malformed_pods;
     s_.problem_locked("pod ?", "cannot decode a watched pod: " + pod.message());
     return pod.error();
   }
+  std::string rv = pod->meta.resource_version;
   if (type == WatchEventType::kDeleted) {
     ++s_.counters_.pod_events;
     s_.delete_pod_locked(pod->meta.uid);
   } else {
-    s_.apply_pod_locked(*pod);
+    s_.apply_pod_locked(std::move(*pod));
   }
-  return pod->meta.resource_version;
+  return rv;
 }
 
 void ClusterState::NodeSink::begin_list(bool) {
@@ -407,7 +443,7 @@ void ClusterState::NodeSink::begin_list(bool) {
 }
 
 Status ClusterState::NodeSink::list_item(std::string_view json) {
-  auto node = parse_node(json, s_.options_.names.selection());
+  auto node = parse_node(json, s_.selection_);
   if (!node) {
     std::unique_lock lock(s_.mu_);
     ++s_.counters_.malformed_nodes;
@@ -441,7 +477,7 @@ void ClusterState::NodeSink::abort_list() {
 }
 
 Result<std::string> ClusterState::NodeSink::event(WatchEventType type, std::string_view json) {
-  auto node = parse_node(json, s_.options_.names.selection());
+  auto node = parse_node(json, s_.selection_);
   if (!node) {
     std::unique_lock lock(s_.mu_);
     ++s_.counters_.malformed_nodes;
@@ -462,7 +498,7 @@ std::string ClusterState::snapshot_json() const {
   items.reserve(nodes_.size() + pods_.size());
   for (const auto& [name, node] : nodes_) items.push_back(node_json(node));
   std::vector<const Pod*> pods;
-  for (const auto& [uid, pod] : pods_) pods.push_back(&pod);
+  for (const auto& [uid, entry] : pods_) pods.push_back(&entry.pod);
   std::sort(pods.begin(), pods.end(), [](const Pod* a, const Pod* b) { return a->key() < b->key(); });
   for (const Pod* p : pods) items.push_back(pod_json(*p));
   return list_json(items);
@@ -471,8 +507,8 @@ std::string ClusterState::snapshot_json() const {
 scheduling::ShapeCounts ClusterState::observed_shapes() const {
   std::shared_lock lock(mu_);
   scheduling::ShapeCounts counts;
-  for (const auto& [uid, pod] : pods_) {
-    if (auto req = pod_request(pod, options_.names)) counts.add(scheduling::shape_of(*req));
+  for (const auto& [uid, entry] : pods_) {
+    if (auto req = pod_request(entry.pod, options_.names)) counts.add(scheduling::shape_of(*req));
   }
   return counts;
 }

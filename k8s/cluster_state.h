@@ -12,6 +12,10 @@
 //   relist       replaces the store: objects absent from the list are gone,
 //                with what they held; an assumed reservation for a pod the
 //                store never saw is left to its TTL (the list may predate it).
+//   proven gone  when the API server shows an assumed pod's UID gone (the
+//                reconciler's GET), its reservation is dropped and events
+//                about it still in flight are ignored until the informer sees
+//                it go: a lagging watch must not resurrect it.
 //   fail closed  a bound GPU pod whose record is missing or malformed keeps
 //                capacity reserved as far as it can be inferred (its
 //                fracpack.io/gpu-indices, else the cards its request would
@@ -54,6 +58,7 @@ struct SyncCounters {
   uint64_t expired_assumptions = 0;
   uint64_t relist_deletions = 0;       // objects found gone by a relist
   uint64_t reconciled_assumptions = 0; // assumed binds resolved by a consistent list or a GET
+  uint64_t stale_events = 0;           // events about pods already proven gone (ignored)
 };
 
 // One problem kept for /debug and the logs.
@@ -97,10 +102,17 @@ class ClusterState {
     std::string uid;
     std::string namespace_name;
     std::string name;
+    std::string node;  // where it is assumed
   };
   std::vector<Stale> stale_assumptions(scheduling::Clock::time_point now, std::chrono::milliseconds min_age) const;
-  // The API server says this assumed pod is gone (or is another pod now).
+  // The API server says this assumed pod is no longer bound here (bound
+  // elsewhere): its reservation is dropped.
   void note_reconciled(const std::string& uid);
+  // The API server says this pod UID is gone (404, the name now holds
+  // another UID, or it finished): its reservation is dropped, and until the
+  // informer itself sees it go, older events still in flight about it are
+  // ignored; they would resurrect it, with nothing left to remove it.
+  void note_gone(const std::string& uid);
 
   // Applies decoded objects directly (the informer sinks and tests use these).
   void apply_pod(const Pod& pod);
@@ -116,6 +128,7 @@ class ClusterState {
   scheduling::ShapeCounts observed_shapes() const;
 
   const ContractNames& names() const { return options_.names; }
+  const Selection& selection() const { return selection_; }
   std::chrono::milliseconds assume_ttl() const { return options_.assume_ttl; }
 
  private:
@@ -130,7 +143,7 @@ class ClusterState {
 
    private:
     ClusterState& s_;
-    std::unordered_set<std::string> seen_;
+    uint64_t generation_ = 0;  // of the list in progress: pods it contained carry it
     bool listing_ = false;
     bool consistent_ = false;
     std::chrono::steady_clock::time_point started_{};
@@ -150,8 +163,14 @@ class ClusterState {
     bool listing_ = false;
   };
 
+  struct PodEntry {
+    Pod pod;
+    uint64_t listed = 0;  // generation of the last list that contained it
+  };
+
   // All below hold mu_ exclusively.
-  void apply_pod_locked(const Pod& pod);
+  // Returns the stored entry (null when the pod holds no place in the store).
+  PodEntry* apply_pod_locked(Pod pod);
   void delete_pod_locked(const std::string& uid);
   void resolve_node_locked(const std::string& node);
   void push_effective_spec_locked(const std::string& node);
@@ -159,9 +178,10 @@ class ClusterState {
   void problem_locked(std::string object, std::string message);
 
   SyncOptions options_;
+  Selection selection_;  // what the decoders keep, from options_.names
   mutable std::shared_mutex mu_;
   scheduling::Ledger ledger_;
-  std::unordered_map<std::string, Pod> pods_;                  // by UID
+  std::unordered_map<std::string, PodEntry> pods_;             // by UID
   std::unordered_map<std::string, std::string> uid_by_key_;   // namespace/name -> UID
   std::map<std::string, Node> nodes_;                          // by name
   std::map<std::string, scheduling::NodeSpec> specs_;          // last good card description, by node
@@ -169,6 +189,12 @@ class ClusterState {
   std::map<std::string, std::set<std::string>> unresolved_;    // node -> GPU pods whose cards are unknown
   std::set<std::string> inferred_;                             // pods charged by inference
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> bound_at_;  // assumed pods whose Binding succeeded
+  struct Tombstone {
+    scheduling::Clock::time_point at;
+    uint64_t listed = 0;  // generation of the last list that still contained it (a stale list)
+  };
+  std::unordered_map<std::string, Tombstone> gone_;  // UIDs proven deleted, until the informer agrees
+  uint64_t current_list_generation_ = 0;              // of the pod list in progress, 0 between lists
   SyncCounters counters_;
   std::vector<SyncProblem> problems_;
   bool pods_synced_ = false;

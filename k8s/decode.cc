@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "k8s/json.h"
+#include "k8s/json_stream.h"
 
 #if defined(__x86_64__) && !SIMDJSON_CAN_ALWAYS_RUN_HASWELL && !defined(FRACPACK_ALLOW_SLOW_JSON)
 #error "simdjson would use its portable fallback kernel here: build with -march=x86-64-v3 -mpclmul (FRACPACK_ARCH)"
@@ -403,24 +404,80 @@ Result<ListMeta> parse_list_meta(std::string_view text) {
   return m;
 }
 
+namespace {
+
+size_t skip_space(std::string_view s, size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+  return i;
+}
+
+// The string starting at s[i] (a quote): its raw content; `i` moves past
+// the closing quote. False if it does not end.
+bool scan_string(std::string_view s, size_t& i, std::string_view& content) {
+  const size_t begin = i + 1;
+  size_t j = begin;
+  while (j < s.size() && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
+  if (j >= s.size()) return false;
+  content = s.substr(begin, j - begin);
+  i = j + 1;
+  return true;
+}
+
+}  // namespace
+
 Result<WatchEvent> parse_watch_event(std::string_view text) {
   WatchEvent ev;
   bool has_object = false;
-  Status s = json::with_document(text, [&](json::od::value root) -> Status {
-    return json::for_each_field(root, "event", [&](std::string_view key, json::od::value v) -> Status {
-      if (key == "type") return json::get_string(v, "type", ev.type);
-      if (key == "object") {
-        json::od::object obj;
-        if (v.get_object().get(obj)) return json::type_error("object", "an object");
-        std::string_view raw;
-        if (auto e = obj.raw_json().get(raw)) return json::syntax_error(e, "object");
-        ev.object.assign(raw);
+  auto bad = [](const std::string& why) { return Error{"watch event: " + why}; };
+  size_t i = skip_space(text, 0);
+  if (i >= text.size() || text[i] != '{') return bad("not a JSON object");
+  i = skip_space(text, i + 1);
+  if (i < text.size() && text[i] == '}') {
+    ++i;
+  } else {
+    while (true) {
+      std::string_view key;
+      if (i >= text.size() || text[i] != '"' || !scan_string(text, i, key)) return bad("expected a key");
+      i = skip_space(text, i);
+      if (i >= text.size() || text[i] != ':') return bad("expected ':' after \"" + std::string(key) + "\"");
+      i = skip_space(text, i + 1);
+      if (i >= text.size()) return bad("truncated");
+      const size_t value_begin = i;
+      std::string_view str;
+      bool is_string = false;
+      if (text[i] == '{' || text[i] == '[') {
+        JsonScanner scanner;
+        scanner.step(text[i]);
+        i += 1 + scanner.skip_to_depth(text.substr(i + 1), 0);
+        if (scanner.depth() != 0) return bad("truncated");
+      } else if (text[i] == '"') {
+        if (!scan_string(text, i, str)) return bad("unterminated string");
+        is_string = true;
+      } else {
+        while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ' ' && text[i] != '\n') ++i;
+      }
+      const std::string_view value = text.substr(value_begin, i - value_begin);
+      if (key == "type") {
+        if (!is_string || str.find('\\') != std::string_view::npos) return bad("\"type\" is not a plain string");
+        ev.type.assign(str);
+      } else if (key == "object") {
+        if (value.front() != '{') return bad("\"object\" is not an object");
+        ev.object = value;
         has_object = true;
       }
-      return Status::Ok();
-    });
-  });
-  if (!s.ok()) return Error{"watch event: " + s.message()};
+      i = skip_space(text, i);
+      if (i < text.size() && text[i] == ',') {
+        i = skip_space(text, i + 1);
+        continue;
+      }
+      if (i < text.size() && text[i] == '}') {
+        ++i;
+        break;
+      }
+      return bad(i >= text.size() ? "truncated" : "expected ',' or '}'");
+    }
+  }
+  if (skip_space(text, i) != text.size()) return bad("trailing content after the event");
   if (ev.type.empty()) return Error{"watch event without a type"};
   if (!has_object) return Error{"watch event " + ev.type + " without an object"};
   if (ev.type == "BOOKMARK") {

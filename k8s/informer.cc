@@ -1,7 +1,9 @@
 #include "k8s/informer.h"
 
 #include <condition_variable>
+#include <deque>
 #include <thread>
+#include <vector>
 
 #include "k8s/json_stream.h"
 #include "k8s/objects.h"
@@ -38,6 +40,107 @@ std::chrono::milliseconds retry_after(const std::string& header) {
   return std::chrono::milliseconds(int64_t{s} * 1000);
 }
 
+// Hands list items to the sink, on the caller's thread or on a worker.
+// Items are copied into batches of about kBatchBytes; at most kMaxBatches
+// wait, which bounds the memory between reading and decoding to a few MB.
+class ItemPipeline {
+ public:
+  static constexpr size_t kBatchBytes = 1 << 19;
+  static constexpr size_t kMaxBatches = 4;
+
+  ItemPipeline(InformerSink& sink, bool threaded) : sink_(sink) {
+    if (threaded) worker_ = std::thread([this] { work(); });
+  }
+  ~ItemPipeline() { stop(); }
+  ItemPipeline(const ItemPipeline&) = delete;
+  ItemPipeline& operator=(const ItemPipeline&) = delete;
+
+  void push(std::string_view item) {
+    if (!worker_.joinable()) {
+      deliver(item);
+      return;
+    }
+    filling_.text.append(item);
+    filling_.ends.push_back(filling_.text.size());
+    if (filling_.text.size() >= kBatchBytes) hand_over();
+  }
+
+  // Waits until every item pushed so far was delivered; returns the first
+  // item's error (a bad item is reported, the list goes on).
+  Status finish() {
+    if (worker_.joinable()) {
+      hand_over();
+      std::unique_lock lock(mu_);
+      drained_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    }
+    return first_error_;
+  }
+
+ private:
+  struct Batch {
+    std::string text;
+    std::vector<size_t> ends;
+  };
+
+  void deliver(std::string_view item) {
+    Status s = sink_.list_item(item);
+    if (!s.ok() && first_error_.ok()) first_error_ = s;
+  }
+
+  void hand_over() {
+    if (filling_.ends.empty()) return;
+    std::unique_lock lock(mu_);
+    space_.wait(lock, [&] { return queue_.size() < kMaxBatches; });
+    queue_.push_back(std::move(filling_));
+    filling_ = Batch{};
+    filling_.text.reserve(kBatchBytes + (64 << 10));
+    ready_.notify_one();
+  }
+
+  void work() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      ready_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;  // stopping, nothing left
+      Batch batch = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      space_.notify_one();
+      lock.unlock();
+      size_t begin = 0;
+      for (size_t end : batch.ends) {
+        if (!stopping_.load()) deliver(std::string_view(batch.text).substr(begin, end - begin));
+        begin = end;
+      }
+      lock.lock();
+      busy_ = false;
+      if (queue_.empty()) drained_.notify_all();
+    }
+  }
+
+  void stop() {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      queue_.clear();
+    }
+    ready_.notify_one();
+    space_.notify_all();
+    worker_.join();
+  }
+
+  InformerSink& sink_;
+  Status first_error_ = Status::Ok();  // written by the delivering thread only, read after finish()
+  Batch filling_;
+  std::mutex mu_;
+  std::condition_variable ready_, space_, drained_;
+  std::deque<Batch> queue_;
+  bool busy_ = false;
+  std::atomic<bool> stopping_{false};
+  std::thread worker_;
+};
+
 }  // namespace
 
 Informer::Informer(ClientConfig client, InformerOptions options, InformerSink& sink, uint64_t seed)
@@ -54,7 +157,10 @@ std::string Informer::query(const std::string& rv, bool watch, int timeout_secon
   if (watch) q += "allowWatchBookmarks=true&";
   if (!cont.empty()) q += "continue=" + url_encode(cont) + "&";
   if (!options_.field_selector.empty()) q += "fieldSelector=" + url_encode(options_.field_selector) + "&";
-  if (!watch && cont.empty() && (rv.empty() || rv == "0")) q += "limit=" + std::to_string(options_.page_size) + "&";
+  // Pages for RV "" or "0" (a continue page has none): every page carries
+  // the limit, as client-go's pager sends it; without it the server would
+  // answer the rest of the list at once.
+  if (!watch && (rv.empty() || rv == "0")) q += "limit=" + std::to_string(options_.page_size) + "&";
   if (!rv.empty() && cont.empty()) q += "resourceVersion=" + url_encode(rv) + "&";
   if (watch) q += "timeoutSeconds=" + std::to_string(timeout_seconds) + "&watch=true&";
   q.pop_back();
@@ -100,9 +206,9 @@ Informer::Next Informer::list(std::stop_token& stop) {
   sink_.begin_list(rv.empty());
   while (true) {
     ListSplitter splitter;
+    ItemPipeline items(sink_, options_.decode_thread);
     int status = 0;
     std::string error_body, retry;
-    Status item_error = Status::Ok();
     auto result = client_.stream(
         query(cont.empty() ? rv : "", false, 0, cont), client_.config().request_timeout,
         [&](int s, const std::string& ra) {
@@ -116,11 +222,12 @@ Informer::Next Informer::list(std::stop_token& stop) {
             return Status::Ok();
           }
           return splitter.feed(bytes, [&](std::string_view item) {
-            Status s = sink_.list_item(item);
-            if (!s.ok() && item_error.ok()) item_error = s;  // a bad object is reported, the list goes on
+            items.push(item);
             return Status::Ok();
           });
         });
+    // Every item of this page is applied before the list is judged.
+    const Status item_error = items.finish();
     if (stop.stop_requested()) {
       sink_.abort_list();
       return Next::kStop;

@@ -1,8 +1,72 @@
 #include "k8s/json_stream.h"
 
-#include <cstring>
+#include <bit>
+#include <cstdint>
+
+#if defined(__AVX2__) && defined(__PCLMUL__)
+#include <immintrin.h>
+#define FRACPACK_JSON_STREAM_SIMD 1
+#endif
 
 namespace fracpack::k8s {
+namespace {
+
+constexpr size_t npos = std::string_view::npos;
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+#ifdef FRACPACK_JSON_STREAM_SIMD
+// One 64-byte block as bit masks, bit i for byte i.
+struct BlockMasks {
+  uint64_t quote;
+  uint64_t backslash;
+  uint64_t open;   // '{' or '['
+  uint64_t close;  // '}' or ']'
+};
+
+inline uint64_t mask64(__m256i lo, __m256i hi) {
+  return uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(lo))} |
+         (uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(hi))} << 32);
+}
+
+inline BlockMasks classify(const char* p) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  // '[' | 0x20 == '{' and ']' | 0x20 == '}', and no other byte maps there.
+  const __m256i case_bit = _mm256_set1_epi8(0x20);
+  const __m256i lo_folded = _mm256_or_si256(lo, case_bit);
+  const __m256i hi_folded = _mm256_or_si256(hi, case_bit);
+  auto equal = [](__m256i a, __m256i b, char c) {
+    const __m256i v = _mm256_set1_epi8(c);
+    return mask64(_mm256_cmpeq_epi8(a, v), _mm256_cmpeq_epi8(b, v));
+  };
+  return {equal(lo, hi, '"'), equal(lo, hi, '\\'), equal(lo_folded, hi_folded, '{'), equal(lo_folded, hi_folded, '}')};
+}
+
+// Bit i set when an odd number of bits at or below i are set: with quote
+// bits, the bytes inside strings (opening quote included, closing excluded).
+inline uint64_t prefix_xor(uint64_t bits) {
+  const __m128i r = _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<int64_t>(bits)), _mm_set1_epi8(static_cast<char>(0xFF)), 0);
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(r));
+}
+
+// The bytes escaped by a backslash (simdjson's branchless method): in a run
+// of backslashes every second one escapes the next byte, which the carry of
+// an addition finds for every run at once. `carry` is 1 when the previous
+// block ended with an unpaired backslash.
+inline uint64_t escaped_bytes(uint64_t backslash, uint64_t& carry) {
+  backslash &= ~carry;
+  const uint64_t follows_escape = backslash << 1 | carry;
+  constexpr uint64_t kEvenBits = 0x5555555555555555ULL;
+  const uint64_t odd_sequence_starts = backslash & ~kEvenBits & ~follows_escape;
+  uint64_t sequences_starting_on_even_bits = 0;
+  carry = __builtin_add_overflow(odd_sequence_starts, backslash, &sequences_starting_on_even_bits) ? 1 : 0;
+  const uint64_t invert_mask = sequences_starting_on_even_bits << 1;
+  return (kEvenBits ^ invert_mask) & follows_escape;
+}
+#endif
+
+}  // namespace
 
 bool JsonScanner::step(char c) {
   if (in_string_) {
@@ -33,95 +97,152 @@ bool JsonScanner::step(char c) {
   return true;
 }
 
-size_t JsonScanner::skip_string_run(std::string_view s) const {
-  if (!in_string_ || escape_) return 0;
-  // Everything up to the next quote or backslash stays inside the string.
+size_t JsonScanner::skip_to_depth_scalar(std::string_view s, int target) {
   const char* p = s.data();
-  const char* end = p + s.size();
-  const char* q = static_cast<const char*>(std::memchr(p, '"', s.size()));
-  const char* stop = q != nullptr ? q : end;
-  const char* b = static_cast<const char*>(std::memchr(p, '\\', static_cast<size_t>(stop - p)));
-  if (b != nullptr) stop = b;
-  return static_cast<size_t>(stop - p);
-}
-
-namespace {
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-}  // namespace
-
-Status ObjectSplitter::feed(std::string_view data, const std::function<Status(std::string_view)>& on_object) {
-  size_t start = partial_.empty() && scanner_.depth() == 0 ? std::string_view::npos : 0;
+  const size_t n = s.size();
   size_t i = 0;
-  while (i < data.size()) {
-    if (scanner_.in_string()) {
-      const size_t run = scanner_.skip_string_run(data.substr(i));
-      if (run > 0) {
-        i += run;
-        continue;
-      }
-    }
-    const char c = data[i];
-    if (scanner_.depth() == 0 && !scanner_.in_string()) {
-      if (is_space(c)) {
+  while (i < n) {
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
         ++i;
         continue;
       }
-      if (c != '{') return Error{std::string("watch stream: expected '{' between events, got '") + c + "'"};
-      start = i;
+      while (i < n && p[i] != '"' && p[i] != '\\') ++i;
+      if (i == n) break;
+      if (p[i] == '\\') {
+        escape_ = true;
+      } else {
+        in_string_ = false;
+      }
+      ++i;
+      continue;
     }
-    if (!scanner_.step(c)) return Error{"watch stream: unbalanced '}'"};
-    ++i;
-    if (scanner_.depth() == 0 && !scanner_.in_string()) {
-      // One object ends here.
+    const char c = p[i++];
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      if (--depth_ == target) return i;
+    }
+  }
+  return n;
+}
+
+size_t JsonScanner::skip_to_depth(std::string_view s, int target) {
+  size_t i = 0;
+#ifdef FRACPACK_JSON_STREAM_SIMD
+  const size_t n = s.size();
+  if (n >= 64) {
+    uint64_t in_string = in_string_ ? ~uint64_t{0} : 0;  // all ones while inside a string
+    uint64_t carry = in_string_ && escape_ ? 1 : 0;
+    int depth = depth_;
+    for (; i + 64 <= n; i += 64) {
+      const BlockMasks m = classify(s.data() + i);
+      const uint64_t quotes = m.quote & ~escaped_bytes(m.backslash, carry);
+      const uint64_t inside = prefix_xor(quotes) ^ in_string;
+      in_string = static_cast<uint64_t>(static_cast<int64_t>(inside) >> 63);
+      const uint64_t open = m.open & ~inside;
+      const uint64_t close = m.close & ~inside;
+      const int closes = std::popcount(close);
+      if (depth - closes > target) {  // cannot reach the target in this block
+        depth += std::popcount(open) - closes;
+        continue;
+      }
+      for (uint64_t b = open | close; b != 0; b &= b - 1) {
+        const uint64_t bit = b & (~b + 1);
+        if ((open & bit) != 0) {
+          ++depth;
+        } else if (--depth == target) {
+          // A structural bracket is outside any string.
+          depth_ = depth;
+          in_string_ = false;
+          escape_ = false;
+          return i + static_cast<size_t>(std::countr_zero(bit)) + 1;
+        }
+      }
+    }
+    depth_ = depth;
+    in_string_ = in_string != 0;
+    escape_ = in_string_ && carry != 0;
+  }
+#endif
+  return i + skip_to_depth_scalar(s.substr(i), target);
+}
+
+Status ObjectSplitter::feed(std::string_view data, const std::function<Status(std::string_view)>& on_object) {
+  // Where the object being read began in `data` (0 if in an earlier feed:
+  // its bytes so far are in partial_).
+  size_t start = scanner_.depth() > 0 ? 0 : npos;
+  size_t i = 0;
+  while (i < data.size()) {
+    if (scanner_.depth() > 0) {
+      i += scanner_.skip_to_depth(data.substr(i), 0);
+      if (scanner_.depth() > 0) break;  // continues in the next feed
       if (!partial_.empty()) {
-        partial_.append(data.data() + (start == std::string_view::npos ? 0 : start), i - (start == std::string_view::npos ? 0 : start));
+        partial_.append(data.data() + start, i - start);
         const std::string object = std::move(partial_);
         partial_.clear();
         if (Status s = on_object(object); !s.ok()) return s;
       } else {
         if (Status s = on_object(data.substr(start, i - start)); !s.ok()) return s;
       }
-      start = std::string_view::npos;
+      start = npos;
+      continue;
     }
+    const char c = data[i];
+    if (is_space(c)) {
+      ++i;
+      continue;
+    }
+    if (c != '{') return Error{std::string("watch stream: expected '{' between events, got '") + c + "'"};
+    start = i;
+    scanner_.step(c);
+    ++i;
   }
-  if (scanner_.depth() > 0 || scanner_.in_string()) {
+  if (scanner_.depth() > 0) {
     // An object continues in the next feed: keep its bytes.
-    const size_t from = start == std::string_view::npos ? 0 : start;
-    partial_.append(data.data() + from, data.size() - from);
+    partial_.append(data.data() + start, data.size() - start);
     if (partial_.size() > kMaxObject) return Error{"watch stream: an event exceeds 64 MiB"};
   }
   return Status::Ok();
 }
 
 Status ListSplitter::feed(std::string_view data, const std::function<Status(std::string_view)>& on_item) {
-  // Offsets in `data` where the value or item being buffered began (npos: it
-  // began in an earlier feed and its bytes so far are in buffer_).
-  size_t mark = (value_kind_ == 1 && value_started_) || item_open_ ? 0 : std::string_view::npos;
-  size_t i = 0;
-  auto flush_mark = [&](size_t end) -> std::string_view {
-    // The bytes [mark, end) plus anything buffered before.
+  // Where the item or metadata value being kept began in `data` (0 if in an
+  // earlier feed: its bytes so far are in buffer_); npos when none is kept.
+  size_t mark = item_open_ || (value_kind_ == 1 && value_started_) ? 0 : npos;
+  auto kept = [&](size_t end) -> std::string_view {
     if (buffer_.empty()) return data.substr(mark, end - mark);
     buffer_.append(data.data() + mark, end - mark);
     return buffer_;
   };
+  size_t i = 0;
   while (i < data.size()) {
+    if (item_open_ || (value_started_ && (value_kind_ == 1 || value_kind_ == 3) && scanner_.depth() > 1)) {
+      // Inside an item (depth 3 and more) or a nested top-level value: jump
+      // to its closing bracket.
+      const int target = item_open_ ? 2 : 1;
+      i += scanner_.skip_to_depth(data.substr(i), target);
+      if (scanner_.depth() > target) break;  // continues in the next feed
+      if (item_open_) {
+        item_open_ = false;
+        if (Status st = on_item(kept(i)); !st.ok()) return st;
+      } else if (value_kind_ == 1) {
+        metadata_ = std::string(kept(i));
+        value_kind_ = 3;  // captured
+      }
+      buffer_.clear();
+      mark = npos;
+      continue;
+    }
+    const char c = data[i];
     if (done_) {
-      if (!is_space(data[i])) return Error{"list: trailing content after the body"};
+      if (!is_space(c)) return Error{"list: trailing content after the body"};
       ++i;
       continue;
     }
-    if (scanner_.in_string() && !reading_key_) {
-      const size_t run = scanner_.skip_string_run(data.substr(i));
-      if (run > 0) {
-        i += run;
-        continue;
-      }
-    }
-    const char c = data[i];
-    const int before = scanner_.depth();
-    const bool was_string = scanner_.in_string();
     if (!started_) {
       if (is_space(c)) {
         ++i;
@@ -134,11 +255,22 @@ Status ListSplitter::feed(std::string_view data, const std::function<Status(std:
       ++i;
       continue;
     }
+    const int before = scanner_.depth();
+    const bool was_string = scanner_.in_string();
     if (!scanner_.step(c)) return Error{"list: unbalanced brackets"};
     ++i;
     const int after = scanner_.depth();
+    if (reading_key_) {
+      if (!scanner_.in_string()) {
+        reading_key_ = false;  // the closing quote
+      } else {
+        key_.push_back(c);
+        if (key_.size() > 256) return Error{"list: a top-level key is too long"};
+      }
+      continue;
+    }
     if (before == 1 && !was_string) {
-      // Between top-level members.
+      // Between top-level members, or the first byte of a value.
       if (c == '"' && expect_key_) {
         reading_key_ = true;
         key_.clear();
@@ -159,70 +291,38 @@ Status ListSplitter::feed(std::string_view data, const std::function<Status(std:
         done_ = true;
         continue;
       }
-      if (is_space(c)) continue;
-      // The first byte of a top-level value.
-      if (!value_started_) {
-        value_started_ = true;
-        if (value_kind_ == 1) {
+      if (is_space(c) || value_started_) continue;
+      value_started_ = true;
+      if (value_kind_ == 1) {
+        if (c == '{') {
           mark = i - 1;
           buffer_.clear();
-          if (after == 1 && c != '{') {  // a scalar metadata (null): nothing to keep
-            value_kind_ = 3;
-          }
-        } else if (value_kind_ == 2 && c != '[') {
-          value_kind_ = 3;  // "items": null
+        } else {
+          value_kind_ = 3;  // "metadata": null, nothing to keep
         }
+      } else if (value_kind_ == 2 && c != '[') {
+        value_kind_ = 3;  // "items": null
       }
       continue;
     }
-    if (reading_key_) {
-      if (was_string && !scanner_.in_string()) {
-        reading_key_ = false;  // closing quote
-      } else {
-        key_.push_back(c);
-        if (key_.size() > 256) return Error{"list: a top-level key is too long"};
-      }
-      continue;
-    }
-    if (value_kind_ == 1 && value_started_ && before >= 1) {
-      // Inside the metadata object: it ends when depth returns to 1.
-      if (after == 1 && !scanner_.in_string()) {
-        metadata_ = std::string(flush_mark(i));
-        buffer_.clear();
-        mark = std::string_view::npos;
-        value_kind_ = 3;  // captured
-      }
-      continue;
-    }
-    if (value_kind_ == 2) {
-      // Inside "items": elements live at depth 2.
-      if (before == 2 && !was_string && !item_open_) {
-        if (is_space(c) || c == ',') continue;
-        if (c == ']' && after == 1) {
-          value_kind_ = 3;
-          continue;
-        }
-        if (c != '{') return Error{"list: an item is not an object"};
-        item_open_ = true;
-        mark = i - 1;
-        buffer_.clear();
+    if (value_kind_ == 2 && before == 2 && !was_string) {
+      // Between the elements of "items".
+      if (is_space(c) || c == ',') continue;
+      if (c == ']' && after == 1) {
+        value_kind_ = 3;
         continue;
       }
-      if (item_open_ && after == 2 && !scanner_.in_string()) {
-        item_open_ = false;
-        const std::string_view item = flush_mark(i);
-        if (Status st = on_item(item); !st.ok()) return st;
-        buffer_.clear();
-        mark = std::string_view::npos;
-      }
-      continue;
+      if (c != '{') return Error{"list: an item is not an object"};
+      item_open_ = true;
+      mark = i - 1;
+      buffer_.clear();
     }
   }
-  // Keep the bytes of a value or item that continues in the next feed.
-  if ((item_open_ || (value_kind_ == 1 && value_started_)) && mark != std::string_view::npos) {
+  // Keep the bytes of an item or value that continues in the next feed.
+  if (mark != npos && (item_open_ || (value_kind_ == 1 && value_started_))) {
     buffer_.append(data.data() + mark, data.size() - mark);
     const size_t limit = item_open_ ? kMaxItem : kMaxMetadata;
-    if (buffer_.size() > limit) return Error{"list: an item exceeds 64 MiB"};
+    if (buffer_.size() > limit) return Error{item_open_ ? "list: an item exceeds 64 MiB" : "list: metadata exceeds 1 MiB"};
   }
   return Status::Ok();
 }

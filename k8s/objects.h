@@ -105,11 +105,13 @@ struct ListMeta {
 };
 Result<ListMeta> parse_list_meta(std::string_view metadata_json);
 
-// One watch event {"type":..., "object":{...}}: the object's raw text, and
-// for a BOOKMARK its resourceVersion.
+// One watch event {"type":..., "object":{...}}: the object's raw text (a
+// view into `json`, valid as long as it is), and for a BOOKMARK its
+// resourceVersion. Only the envelope is read here, by a structural scan:
+// the object is decoded once, by whoever takes it.
 struct WatchEvent {
   std::string type;
-  std::string object;
+  std::string_view object;
   std::string resource_version;
 };
 Result<WatchEvent> parse_watch_event(std::string_view json);

@@ -83,11 +83,12 @@ void Ledger::apply(NodeState& node, const PodRecord& pod, int sign) {
 
 void Ledger::insert(PodRecord record) {
   NodeState& node = node_entry(record.node);
-  node.pods_.insert(record.uid);
   if (record.phase == PodPhase::kAssumed) assumed_.insert(record.uid);
-  auto [it, inserted] = pods_.emplace(record.uid, std::move(record));
+  std::string uid = record.uid;
+  auto [it, inserted] = pods_.emplace(std::move(uid), std::move(record));
   assert(inserted);
   (void)inserted;
+  node.pods_.push_back(&it->second);
   apply(node, it->second, +1);
 }
 
@@ -95,7 +96,11 @@ void Ledger::erase(std::unordered_map<std::string, PodRecord>::iterator it) {
   const std::string node_name = it->second.node;
   NodeState& node = node_entry(node_name);
   apply(node, it->second, -1);
-  node.pods_.erase(it->first);
+  auto& list = node.pods_;
+  const auto pos = std::find(list.begin(), list.end(), &it->second);
+  assert(pos != list.end());
+  *pos = list.back();
+  list.pop_back();
   assumed_.erase(it->first);
   pods_.erase(it);
   maybe_drop_node(node_name);
@@ -116,11 +121,11 @@ void Ledger::upsert_node(NodeSpec spec) {
     return;
   }
   // Cards changed (or the node is new): re-apply its pods to the new cards.
-  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), -1);
+  for (const PodRecord* pod : node.pods_) apply(node, *pod, -1);
   node.spec_ = std::move(spec);
   node.present_ = true;
   node.use_.assign(node.spec_.cards.size(), CardUse{});
-  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), +1);
+  for (const PodRecord* pod : node.pods_) apply(node, *pod, +1);
   debug_check();
 }
 
@@ -128,11 +133,11 @@ void Ledger::remove_node(std::string_view name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return;
   NodeState& node = it->second;
-  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), -1);
+  for (const PodRecord* pod : node.pods_) apply(node, *pod, -1);
   node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}};
   node.use_.clear();
   node.present_ = false;
-  for (const auto& uid : node.pods_) apply(node, pods_.at(uid), +1);  // CPU/memory only: no cards
+  for (const PodRecord* pod : node.pods_) apply(node, *pod, +1);  // CPU/memory only: no cards
   maybe_drop_node(std::string(name));
   debug_check();
 }
@@ -255,9 +260,9 @@ Status Ledger::check_invariants(bool capacity) const {
     std::vector<CardUse> expect(node.spec_.cards.size());
     int64_t cpu = 0, mem = 0;
     std::map<std::string, int> tags;
-    for (const auto& uid : node.pods_) {
-      auto it = pods_.find(uid);
-      if (it == pods_.end()) return Error{"node " + name + " lists unknown pod " + uid};
+    for (const PodRecord* listed : node.pods_) {
+      auto it = pods_.find(listed->uid);
+      if (it == pods_.end() || &it->second != listed) return Error{"node " + name + " lists an unknown pod"};
       const PodRecord& pod = it->second;
       if (pod.node != name) return Error{"pod " + pod.key + " is on " + pod.node + " but listed by " + name};
       if (pod.charges != charges_of(pod.allocation)) return Error{"pod " + pod.key + ": charges out of date"};

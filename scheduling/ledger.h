@@ -56,6 +56,8 @@ struct CardUse {
 };
 
 // A node with its current usage. Read-only outside the ledger.
+struct PodRecord;
+
 class NodeState {
  public:
   const NodeSpec& spec() const { return spec_; }
@@ -76,8 +78,8 @@ class NodeState {
 
   // Bumped on every change of usage or cards: evaluation caches key on it.
   uint64_t version() const { return version_; }
-  // Pods placed here (confirmed or assumed), by UID.
-  const std::unordered_set<std::string>& pods() const { return pods_; }
+  // Pods placed here (confirmed or assumed), in no particular order.
+  const std::vector<const PodRecord*>& pods() const { return pods_; }
   // GPU pods here by shape tag ("share-gpu", "1-gpu", "2-gpu", ...).
   const std::map<std::string, int>& gpu_pod_tags() const { return tags_; }
 
@@ -89,7 +91,10 @@ class NodeState {
   int64_t cpu_requested_ = 0;
   int64_t memory_requested_ = 0;
   uint64_t version_ = 0;
-  std::unordered_set<std::string> pods_;
+  // Records owned by the Ledger's map (node-based: addresses are stable).
+  // A vector, not a set: a node holds tens of pods, and walking them is
+  // what re-applying a node's cards does.
+  std::vector<const PodRecord*> pods_;
   std::map<std::string, int> tags_;
 };
 

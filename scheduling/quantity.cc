@@ -157,13 +157,23 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     return bad(text, why);
   }
 
+  Quantity q;
+  q.negative_ = negative;
+  // Fast path for what pods carry ("4", "500m", "16Gi"): an integer of at
+  // most 12 digits with a suffix between n and G or up to Ti is below
+  // 10^12 * 10^18 or 10^12 * 10^9 * 2^40, well within 127 bits, and exact.
+  if (frac_digits.empty() && int_digits.size() <= 12 && sv.exp10 >= -9 && sv.exp10 <= 9 && sv.exp2 >= 0 && sv.exp2 <= 40) {
+    u128 v = 0;
+    for (char c : int_digits) v = v * 10 + static_cast<unsigned>(c - '0');
+    for (int i = 0; i < sv.exp10 + 9; ++i) v *= 10;
+    q.nanos_ = v << sv.exp2;
+    return q;
+  }
+
   // Exact value: digits * 10^(exp10 - len(frac)) * 2^exp2, then rounded up to nanos.
   BigUint mag;
   for (char c : int_digits) mag.mul_add(10, static_cast<uint32_t>(c - '0'));
   for (char c : frac_digits) mag.mul_add(10, static_cast<uint32_t>(c - '0'));
-
-  Quantity q;
-  q.negative_ = negative;
   if (mag.is_zero()) return q;
 
   mag.shift_left(static_cast<unsigned>(sv.exp2));

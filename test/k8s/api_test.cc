@@ -273,5 +273,89 @@ TEST(ApiClient, KeepsOneConnectionAcrossRequests) {
   EXPECT_EQ(s.last_authorization(), "");
 }
 
+// The reconciler releases assumptions whose pods are provably gone, and
+// never confirms one from a GET: the answer may predate a deletion the watch
+// has already applied, and would leave a phantom nothing removes.
+TEST(Reconciler, ReleasesWhatIsGoneButNeverConfirmsFromAGet) {
+  Cluster c;
+  c.server().create("nodes", node_object("n1", 8));
+  for (const char* name : {"bound", "gone", "recreated", "elsewhere", "pending"}) {
+    c.server().create("pods", pod_object({name, "default", "", "Pending", {{"fracpack.io/gpu-cores", "10"}}, {}}));
+  }
+  c.start();
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.state().ready() && c.state().pod_by_name("default", "pending").has_value(); }));
+  c.stop();  // the ledger is frozen from here: the watch is "behind"
+  std::map<std::string, std::string> uid;
+  int card = 0;
+  for (const char* name : {"bound", "gone", "recreated", "elsewhere", "pending"}) {
+    uid[name] = c.state().pod_by_name("default", name)->meta.uid;
+    scheduling::Allocation a{"n1", {{"main", false, {{card++, "", 0, 100}}}}};
+    ASSERT_TRUE(c.state().assume({uid[name], std::string("default/") + name, 0, 0}, a, scheduling::Clock::now()).ok());
+  }
+  auto bind_to = [&](const std::string& name, const std::string& node) {
+    c.server().update("pods", "default", name, [&](const std::string& t) {
+      json o = json::parse(t);
+      o["spec"]["nodeName"] = node;
+      return o.dump();
+    });
+  };
+  bind_to("bound", "n1");
+  bind_to("elsewhere", "n2");
+  c.server().remove("pods", "default", "gone");
+  c.server().remove("pods", "default", "recreated");
+  c.server().create("pods", pod_object({"recreated", "default", "", "Pending", {}, {}}));
+  k8s::ApiClient api(client_for(c.server()));
+  EXPECT_EQ(k8s::reconcile_assumptions(api, c.state(), std::chrono::milliseconds(0)), 3u);
+  auto phase = [&](const std::string& name) -> std::string {
+    return c.state().read([&](const scheduling::Ledger& l) -> std::string {
+      const auto* r = l.pod(uid[name]);
+      return r == nullptr ? "released" : r->phase == scheduling::PodPhase::kAssumed ? "assumed" : "confirmed";
+    });
+  };
+  EXPECT_EQ(phase("gone"), "released");
+  EXPECT_EQ(phase("recreated"), "released");
+  EXPECT_EQ(phase("elsewhere"), "released");
+  EXPECT_EQ(phase("bound"), "assumed") << "left for the informer to confirm";
+  EXPECT_EQ(phase("pending"), "assumed");
+}
+
+// A release proven by the API server (404) must survive events still in
+// flight from before it: a lagging watch delivering the pod's bind after
+// the reconciler released it would otherwise double-count its card until
+// the deletion arrives. Feeds the sink by hand to order the events.
+TEST(Reconciler, EventsOlderThanAProvenDeletionAreIgnored) {
+  FakeApiServer server;
+  k8s::ClusterState state(k8s::SyncOptions{});
+  auto node = k8s::parse_node(node_object("n1", 2), state.selection());
+  ASSERT_TRUE(node.ok());
+  state.apply_node(*node);
+  const json pending = json::parse(server.create("pods", pod_object({"p", "default", "", "Pending", {{"fracpack.io/gpu-cores", "80"}}, {}})));
+  const std::string uid = pending["metadata"]["uid"];
+  state.apply_pod(*k8s::parse_pod(pending.dump(), state.selection()));
+  const scheduling::Allocation a{"n1", {{"main", false, {{0, "", 0, 800}}}}};
+  ASSERT_TRUE(state.assume({uid, "default/p", 0, 0}, a, scheduling::Clock::now()).ok());
+  // The bind lands and the pod is deleted; the watch has seen neither yet.
+  json bound = pending;
+  bound["spec"]["nodeName"] = "n1";
+  bound["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
+  server.remove("pods", "default", "p");
+  k8s::ApiClient api(client_for(server));
+  EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 1u);
+  auto held = [&] { return state.read([](const scheduling::Ledger& l) { return l.node("n1")->use()[0].cores; }); };
+  EXPECT_EQ(held(), 0);
+  // Now the lagging watch: the bind, then a stale list still showing it.
+  ASSERT_TRUE(state.pod_sink().event(k8s::WatchEventType::kModified, bound.dump()).ok());
+  EXPECT_EQ(held(), 0) << "the bind predates the proven deletion";
+  EXPECT_EQ(state.counters().stale_events, 1u);
+  state.pod_sink().begin_list(false);
+  ASSERT_TRUE(state.pod_sink().list_item(bound.dump()).ok());
+  state.pod_sink().end_list("1");
+  EXPECT_EQ(held(), 0) << "a stale list does not resurrect it either";
+  // The deletion arrives: the tombstone goes; a list without the pod also clears it.
+  ASSERT_TRUE(state.pod_sink().event(k8s::WatchEventType::kDeleted, bound.dump()).ok());
+  EXPECT_EQ(held(), 0);
+  EXPECT_EQ(state.counters().stale_events, 2u);
+}
+
 }  // namespace
 }  // namespace fracpack::testing

@@ -66,6 +66,60 @@ k8s::InformerOptions fast_informer(const std::string& resource, const std::strin
   return o;
 }
 
+namespace {
+
+std::string describe_pod(std::string_view text) {
+  auto pod = k8s::parse_pod(text, k8s::ContractNames{}.selection());
+  if (!pod) return "(undecodable)";
+  return pod->meta.name + " rv " + pod->meta.resource_version + " " + pod->phase + " on '" + pod->node_name + "'";
+}
+
+}  // namespace
+
+void TracingSink::note(std::string line) {
+  std::lock_guard lock(mu_);
+  lines_.push_back(std::move(line));
+  if (lines_.size() > 20000) lines_.pop_front();
+}
+
+void TracingSink::begin_list(bool consistent) {
+  note(consistent ? "LIST (consistent)" : "LIST");
+  inner_.begin_list(consistent);
+}
+
+Status TracingSink::list_item(std::string_view text) {
+  note("  item " + describe_pod(text));
+  return inner_.list_item(text);
+}
+
+void TracingSink::end_list(const std::string& rv) {
+  note("END LIST at " + rv);
+  inner_.end_list(rv);
+}
+
+void TracingSink::abort_list() {
+  note("ABORT LIST");
+  inner_.abort_list();
+}
+
+Result<std::string> TracingSink::event(k8s::WatchEventType type, std::string_view text) {
+  static const char* const kNames[] = {"ADDED", "MODIFIED", "DELETED"};
+  note(std::string(kNames[static_cast<int>(type)]) + " " + describe_pod(text));
+  return inner_.event(type, text);
+}
+
+std::string TracingSink::about(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const auto& l : lines_) {
+    if (l.rfind("LIST", 0) == 0 || l.rfind("END", 0) == 0 || l.rfind("ABORT", 0) == 0 ||
+        l.find(" " + name + " rv ") != std::string::npos) {
+      out += l + "\n";
+    }
+  }
+  return out;
+}
+
 Cluster::Cluster(FakeApiServerOptions options) : server_(std::make_unique<FakeApiServer>(std::move(options))) {}
 
 Cluster::~Cluster() { stop(); }
@@ -73,8 +127,10 @@ Cluster::~Cluster() { stop(); }
 void Cluster::start(k8s::ClientConfig client) {
   stop();
   state_ = std::make_unique<k8s::ClusterState>(k8s::SyncOptions{});
+  pods_.reset();
+  pod_trace_ = std::make_unique<TracingSink>(state_->pod_sink());
   pods_ = std::make_unique<k8s::Informer>(client, fast_informer("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
-                                          state_->pod_sink(), 1);
+                                          *pod_trace_, 1);
   nodes_ = std::make_unique<k8s::Informer>(client, fast_informer("/api/v1/nodes"), state_->node_sink(), 2);
   pod_thread_ = std::jthread([this](std::stop_token st) { pods_->run(st); });
   node_thread_ = std::jthread([this](std::stop_token st) { nodes_->run(st); });
@@ -161,10 +217,9 @@ std::string compare_ledger(const FakeApiServer& server, const k8s::ClusterState&
       if (!(r->allocation == a)) return "pod " + uid + ": ledger allocation differs from its annotation";
     }
     for (const auto& [name, node] : ledger.nodes()) {
-      for (const auto& uid : node.pods()) {
-        const scheduling::PodRecord* r = ledger.pod(uid);
-        if (r != nullptr && r->phase == scheduling::PodPhase::kConfirmed && !pods.contains(uid)) {
-          return "ledger holds pod " + uid + " that the server does not have bound";
+      for (const scheduling::PodRecord* r : node.pods()) {
+        if (r->phase == scheduling::PodPhase::kConfirmed && !pods.contains(r->uid)) {
+          return "ledger holds pod " + r->uid + " that the server does not have bound";
         }
       }
     }

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +44,27 @@ std::string allocation_annotation(const std::string& node, const std::vector<std
 k8s::ClientConfig client_for(const FakeApiServer& server);
 k8s::InformerOptions fast_informer(const std::string& resource, const std::string& field_selector = "");
 
+// Forwards to a sink, keeping the last events it saw (list boundaries,
+// items and watch events with name, resourceVersion, phase and node) for
+// failure messages.
+class TracingSink : public k8s::InformerSink {
+ public:
+  explicit TracingSink(k8s::InformerSink& inner) : inner_(inner) {}
+  void begin_list(bool consistent) override;
+  Status list_item(std::string_view json) override;
+  void end_list(const std::string& rv) override;
+  void abort_list() override;
+  Result<std::string> event(k8s::WatchEventType type, std::string_view json) override;
+  // The trace lines that mention `name` (or list boundaries), oldest first.
+  std::string about(const std::string& name) const;
+
+ private:
+  void note(std::string line);
+  k8s::InformerSink& inner_;
+  mutable std::mutex mu_;
+  std::deque<std::string> lines_;
+};
+
 class Cluster {
  public:
   explicit Cluster(FakeApiServerOptions options = {});
@@ -54,6 +77,8 @@ class Cluster {
   void start() { start(client_for(*server_)); }
   void stop();
   k8s::InformerStats pod_stats() const { return pods_->stats(); }
+  // What the pod informer delivered about this pod (see TracingSink).
+  std::string pod_trace(const std::string& name) const { return pod_trace_ ? pod_trace_->about(name) : ""; }
   k8s::InformerStats node_stats() const { return nodes_->stats(); }
 
   // Polls `pred` until true or the timeout.
@@ -65,6 +90,7 @@ class Cluster {
  private:
   std::unique_ptr<FakeApiServer> server_;
   std::unique_ptr<k8s::ClusterState> state_;
+  std::unique_ptr<TracingSink> pod_trace_;
   std::unique_ptr<k8s::Informer> pods_, nodes_;
   std::jthread pod_thread_, node_thread_;
 };

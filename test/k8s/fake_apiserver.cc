@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <deque>
 #include <future>
 #include <map>
@@ -212,7 +213,62 @@ struct Response {
   std::string body;
   std::string retry_after;
   std::string content_type = "application/json";
+  // Written after `body` without copying (large lists): shared with the
+  // store, which may change meanwhile.
+  std::vector<std::shared_ptr<const std::string>> parts;
 };
+
+// `text` (an object) with metadata.resourceVersion set to `rv`; a text scan,
+// as benchmarks record objects without parsing them.
+std::string with_resource_version(const std::string& text, uint64_t rv) {
+  std::vector<char> open;  // '{' or '[' per nesting level
+  bool expect_key = false;
+  bool in_metadata = false;
+  std::string_view last_top_key;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      size_t end = i + 1;
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      if (end >= text.size()) return text;
+      const std::string_view str(text.data() + i + 1, end - i - 1);
+      if (expect_key && open.size() == 1) last_top_key = str;
+      if (expect_key && open.size() == 2 && in_metadata && str == "resourceVersion") {
+        size_t v = end + 1;
+        while (v < text.size() && (text[v] == ':' || text[v] == ' ')) ++v;
+        if (v >= text.size() || text[v] != '"') return text;
+        size_t v_end = v + 1;
+        while (v_end < text.size() && text[v_end] != '"') ++v_end;
+        return text.substr(0, v + 1) + std::to_string(rv) + text.substr(v_end);
+      }
+      expect_key = false;
+      i = end;
+      continue;
+    }
+    switch (c) {
+      case '{':
+        open.push_back('{');
+        expect_key = true;
+        if (open.size() == 2) in_metadata = last_top_key == "metadata";
+        break;
+      case '[':
+        open.push_back('[');
+        expect_key = false;
+        break;
+      case '}':
+      case ']':
+        if (!open.empty()) open.pop_back();
+        expect_key = false;
+        break;
+      case ',':
+        expect_key = !open.empty() && open.back() == '{';
+        break;
+      default:
+        break;
+    }
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -242,6 +298,7 @@ struct FakeApiServer::Impl {
   std::map<std::string, Snapshot> snapshots;  // continue token id -> snapshot
   uint64_t snapshot_counter = 0;
   std::map<std::string, int> request_counts;
+  std::deque<std::string> request_log;
   std::atomic<int> connections{0};
   std::string last_authorization;
 
@@ -293,6 +350,13 @@ struct FakeApiServer::Impl {
   // Records a change (mu held).
   void record(const std::string& kind, const std::string& type, const Obj& now, std::optional<Fields> before,
               std::shared_ptr<const std::string> before_json = nullptr) {
+    // A watcher whose selector the object stops matching gets the previous
+    // state at the resource version of this change (etcd3 watcher: "the
+    // *old* object with the etcd revision for the time at which it gets
+    // deleted"), or its resume point would go back in time.
+    if (before_json && type == "MODIFIED") {
+      before_json = std::make_shared<const std::string>(with_resource_version(*before_json, now.rv));
+    }
     HistoryEvent ev{now.rv, kind, type, now.json, now.fields, std::move(before), std::move(before_json)};
     history.push_back(std::move(ev));
     while (history.size() > options.history) {
@@ -405,14 +469,39 @@ struct FakeApiServer::Impl {
 
   template <class Stream>
   awaitable<bool> reply(Stream& stream, const http::request<http::string_body>& req, const Response& r) {
-    http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
+    if (r.parts.empty()) {
+      http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
+      res.set(http::field::content_type, r.content_type);
+      if (!r.retry_after.empty()) res.set(http::field::retry_after, r.retry_after);
+      res.keep_alive(req.keep_alive());
+      res.body() = r.body;
+      res.prepare_payload();
+      auto [ec, n] = co_await http::async_write(stream, res, kTuple);
+      co_return !ec;
+    }
+    // A large body: the header, then the pieces by gathered writes.
+    http::response<http::empty_body> res{static_cast<http::status>(r.status), req.version()};
     res.set(http::field::content_type, r.content_type);
-    if (!r.retry_after.empty()) res.set(http::field::retry_after, r.retry_after);
     res.keep_alive(req.keep_alive());
-    res.body() = r.body;
-    res.prepare_payload();
-    auto [ec, n] = co_await http::async_write(stream, res, kTuple);
-    co_return !ec;
+    size_t length = r.body.size();
+    for (const auto& p : r.parts) length += p->size();
+    res.content_length(length);
+    http::response_serializer<http::empty_body> sr(res);
+    {
+      auto [ec, n] = co_await http::async_write_header(stream, sr, kTuple);
+      if (ec) co_return false;
+    }
+    std::vector<asio::const_buffer> buffers;
+    buffers.emplace_back(r.body.data(), r.body.size());
+    for (size_t i = 0; i <= r.parts.size(); ++i) {
+      if (buffers.size() == 256 || i == r.parts.size()) {
+        auto [ec, n] = co_await asio::async_write(stream, buffers, kTuple);
+        if (ec) co_return false;
+        buffers.clear();
+      }
+      if (i < r.parts.size()) buffers.emplace_back(r.parts[i]->data(), r.parts[i]->size());
+    }
+    co_return true;
   }
 
   bool consume(std::atomic<int>& counter) {
@@ -460,6 +549,8 @@ struct FakeApiServer::Impl {
     {
       std::lock_guard lock(mu);
       ++request_counts[method + " " + path];
+      request_log.push_back(method + " " + std::string(req.target()));
+      if (request_log.size() > 1000) request_log.pop_front();
       last_authorization = std::string(req[http::field::authorization]);
     }
     if (ssl && !options.token.empty()) {
@@ -603,6 +694,7 @@ struct FakeApiServer::Impl {
     const std::string cont = q.contains("continue") ? q.at("continue") : "";
     size_t limit = 0;
     if (q.contains("limit")) limit = static_cast<size_t>(std::stoul(q.at("limit")));
+    if (options.watch_cache && cont.empty() && rv_param == "0") limit = 0;  // served from the cache, whole
     std::lock_guard lock(mu);
     if (!cont.empty() && !rv_param.empty() && rv_param != "0") {
       return {400, status_json(400, "BadRequest", "specifying resource version is not allowed when using continue")};
@@ -654,13 +746,17 @@ struct FakeApiServer::Impl {
                        std::to_string(snap->rv) + "\"";
     if (end < snap->items.size()) body += R"(,"continue":")" + id + ":" + std::to_string(end) + "\"";
     body += R"(},"items":[)";
+    Response r(200, std::move(body));
+    static const auto comma = std::make_shared<const std::string>(",");
+    static const auto close = std::make_shared<const std::string>("]}");
+    r.parts.reserve(2 * (end - offset) + 1);
     for (size_t i = offset; i < end; ++i) {
-      if (i > offset) body += ",";
-      body += *snap->items[i].second;
+      if (i > offset) r.parts.push_back(comma);
+      r.parts.push_back(snap->items[i].second);
     }
-    body += "]}";
+    r.parts.push_back(close);
     if (end >= snap->items.size()) snapshots.erase(id);
-    return {200, std::move(body)};
+    return r;
   }
 
   Response bind(const std::string& ns, const std::string& name, const std::string& body) {
@@ -831,8 +927,12 @@ struct FakeApiServer::Impl {
           out.push_back(R"({"type":"ERROR","object":)" + status_json(410, "Expired", "too old resource version") + "}\n");
           sent = UINT64_MAX;
         } else {
-          for (const HistoryEvent& ev : history) {
-            if (ev.rv <= sent || ev.kind != kind) continue;
+          // The history is in resource-version order: start after `sent`.
+          auto first = std::partition_point(history.begin(), history.end(),
+                                            [&](const HistoryEvent& ev) { return ev.rv <= sent; });
+          for (auto it = first; it != history.end(); ++it) {
+            const HistoryEvent& ev = *it;
+            if (ev.kind != kind) continue;
             if (!ns.empty() && ev.now.ns != ns) continue;
             const bool now_in = matches(*terms, ev.now);
             const bool was_in = ev.before && matches(*terms, *ev.before);
@@ -889,6 +989,22 @@ struct FakeApiServer::Impl {
       std::string all;
       for (const auto& e : events) all += e;
       co_return co_await write_chunk(stream, all);
+    }
+    if (!faults.split_events.load() && faults.drop_mid_event.load() == 0) {
+      // One chunk per event, as the API server flushes each, sent with one
+      // write: the wire is the same, the system calls are not per event.
+      std::string wire;
+      for (size_t i = 0; i < events.size(); ++i) {
+        char size[20];
+        const int n = std::snprintf(size, sizeof size, "%zx\r\n", events[i].size());
+        wire.append(size, static_cast<size_t>(n)).append(events[i]).append("\r\n");
+        if (wire.size() >= (256 << 10) || i + 1 == events.size()) {
+          auto [ec, written] = co_await asio::async_write(stream, asio::buffer(wire), kTuple);
+          if (ec) co_return false;
+          wire.clear();
+        }
+      }
+      co_return true;
     }
     for (const auto& e : events) {
       if (consume(faults.drop_mid_event)) {
@@ -975,6 +1091,36 @@ uint64_t FakeApiServer::load_raw(const std::string& kind, const std::string& ns,
   return impl_->rv;
 }
 
+uint64_t FakeApiServer::put_raw_event(const std::string& kind, const std::string& type, const std::string& ns,
+                                      const std::string& name, const std::string& uid, std::string text,
+                                      const std::string& node_name, const std::string& phase) {
+  std::lock_guard lock(impl_->mu);
+  Obj o;
+  o.uid = uid;
+  o.rv = ++impl_->rv;
+  o.fields.ns = ns;
+  o.fields.name = name;
+  o.fields.node_name = node_name;
+  o.fields.phase = phase;
+  o.json = std::make_shared<const std::string>(std::move(text));
+  const std::string k = Impl::key(kind, ns, name);
+  auto& m = impl_->store[kind];
+  std::optional<Fields> before;
+  std::shared_ptr<const std::string> before_json;
+  if (auto it = m.find(k); it != m.end()) {
+    before = it->second.fields;
+    before_json = it->second.json;
+  }
+  if (type == "DELETED") {
+    m.erase(k);
+  } else {
+    m[k] = o;
+  }
+  impl_->record(kind, type, o, before ? before : std::optional<Fields>(o.fields), before_json);
+  impl_->notify();
+  return impl_->rv;
+}
+
 uint64_t FakeApiServer::resource_version() const {
   std::lock_guard lock(impl_->mu);
   return impl_->rv;
@@ -996,6 +1142,11 @@ void FakeApiServer::close_watches() {
     }
     asio::post(impl_->ioc, [this] { impl_->closing_watches = false; });
   });
+}
+
+std::vector<std::string> FakeApiServer::request_log() const {
+  std::lock_guard lock(impl_->mu);
+  return {impl_->request_log.begin(), impl_->request_log.end()};
 }
 
 int FakeApiServer::requests(const std::string& prefix) const {

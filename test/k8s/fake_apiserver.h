@@ -3,7 +3,8 @@
 // kubectl get/watch/create --raw) use:
 //
 //   LIST   /api/v1/pods, /api/v1/namespaces/{ns}/pods, /api/v1/nodes: limit
-//          and continue (pages of one consistent snapshot; tokens expire),
+//          and continue (pages of one consistent snapshot; tokens expire;
+//          RV "0" served whole, as from a watch cache, unless disabled),
 //          resourceVersion semantics, field selectors (=, ==, !=).
 //   WATCH  ?watch=true|1: chunked JSON events, synthetic ADDED for RV ""/"0",
 //          "changes after N" otherwise, 200 + ERROR 410 when N is older than
@@ -55,6 +56,9 @@ struct FakeApiServerOptions {
   size_t history = 1000;            // watch events kept; older resource versions get 410
   std::chrono::milliseconds bookmark_interval{1000};
   std::chrono::seconds continue_ttl{300};
+  // Like a real apiserver's watch cache, serve a LIST at resourceVersion "0"
+  // whole, ignoring limit (§4.2: "one page is typical"); false paginates it.
+  bool watch_cache = true;
 };
 
 class FakeApiServer {
@@ -84,6 +88,12 @@ class FakeApiServer {
   uint64_t load_raw(const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid,
                     std::string json, const std::string& node_name = "", const std::string& phase = "");
 
+  // Records a change without parsing (benchmarks): `json` must carry
+  // metadata.resourceVersion = resource_version() + 1. type: ADDED, MODIFIED, DELETED.
+  uint64_t put_raw_event(const std::string& kind, const std::string& type, const std::string& ns, const std::string& name,
+                         const std::string& uid, std::string json, const std::string& node_name = "",
+                         const std::string& phase = "");
+
   uint64_t resource_version() const;
   // Forgets the watch history (every resume point older than now gets 410).
   void compact();
@@ -92,6 +102,8 @@ class FakeApiServer {
 
   // Counters for assertions.
   int requests(const std::string& prefix = "") const;  // requests whose "METHOD path" starts with prefix
+  // The last requests (up to 1000), as "METHOD target" with the query string.
+  std::vector<std::string> request_log() const;
   int open_watches() const;
   int connections() const;                 // TCP connections accepted
   std::string last_authorization() const;  // the Authorization header of the last request

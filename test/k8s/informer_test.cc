@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -157,6 +158,87 @@ INSTANTIATE_TEST_SUITE_P(Faults, InformerFault,
                            }
                            return n;
                          });
+
+// Lists are paginated as client-go's pager does: every page carries the
+// limit (a continue page without it would get the whole rest at once), and
+// only the first page names a resource version. A watch cache serves RV "0"
+// whole.
+TEST(Informer, PaginatesListsLikeThePager) {
+  for (const bool watch_cache : {false, true}) {
+    SCOPED_TRACE(watch_cache ? "watch cache" : "paginated");
+    FakeApiServerOptions options;
+    options.watch_cache = watch_cache;
+    Cluster c(options);
+    seed(c.server());
+    for (int i = 0; i < 120; ++i) {
+      c.server().create("pods", pod_object({"p" + std::to_string(i), "bulk", "n1", "Running", {{"cpu", "10m"}}, {}}));
+    }
+    c.start();  // page size 50
+    ASSERT_EQ(c.wait_consistent(), "");
+    std::vector<std::string> pod_lists;
+    for (const auto& r : c.server().request_log()) {
+      if (r.rfind("GET /api/v1/pods?", 0) == 0 && r.find("watch=true") == std::string::npos) pod_lists.push_back(r);
+    }
+    const size_t pods = c.server().list("pods").size();
+    ASSERT_GT(pods, 100u);
+    ASSERT_EQ(pod_lists.size(), watch_cache ? 1u : (pods + 49) / 50) << ::testing::PrintToString(pod_lists);
+    for (size_t i = 0; i < pod_lists.size(); ++i) {
+      EXPECT_NE(pod_lists[i].find("limit=50"), std::string::npos) << pod_lists[i];
+      EXPECT_EQ(pod_lists[i].find("resourceVersion="), i == 0 ? pod_lists[i].find("resourceVersion=0") : std::string::npos)
+          << pod_lists[i];
+      EXPECT_EQ(pod_lists[i].find("continue=") != std::string::npos, i > 0) << pod_lists[i];
+    }
+    EXPECT_EQ(c.state().read([](const auto& l) { return l.pod_count(); }), pods - 1);  // "pending" holds nothing
+  }
+}
+
+// A list far larger than the decode pipeline holds (batches of 512 KB, four
+// in flight) reaches the sink whole and in order, on the worker thread, and
+// on the informer's own thread when the pipeline is off.
+TEST(Informer, LargeListsCrossTheDecodeThreadInOrder) {
+  struct RecordingSink : k8s::InformerSink {
+    std::vector<std::string> names;
+    std::thread::id begin_thread, item_thread;
+    std::atomic<bool> listed{false};
+    bool items_after_end = false;
+    void begin_list(bool) override {
+      names.clear();
+      begin_thread = std::this_thread::get_id();
+    }
+    Status list_item(std::string_view text) override {
+      if (listed) items_after_end = true;
+      item_thread = std::this_thread::get_id();
+      names.push_back(json::parse(text)["metadata"]["name"]);
+      return Status::Ok();
+    }
+    void end_list(const std::string&) override { listed = true; }
+    void abort_list() override {}
+    Result<std::string> event(k8s::WatchEventType, std::string_view) override { return std::string(); }
+  };
+  FakeApiServer server;
+  const std::string padding(3000, 'x');
+  for (int i = 0; i < 2000; ++i) {
+    server.create("pods", pod_object({"p" + std::to_string(i), "bulk", "n1", "Running", {}, {{"note", padding}}}));
+  }
+  for (const bool threaded : {true, false}) {
+    RecordingSink sink;
+    k8s::InformerOptions o = fast_informer("/api/v1/pods");
+    o.decode_thread = threaded;
+    k8s::Informer informer(client_for(server), o, sink);
+    std::jthread t([&](std::stop_token st) { informer.run(st); });
+    ASSERT_TRUE(Cluster::wait_for([&] { return sink.listed.load(); }));
+    t = {};
+    ASSERT_EQ(sink.names.size(), 2000u);
+    std::vector<std::string> sorted = sink.names;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::string> from_server;
+    for (const auto& text : server.list("pods")) from_server.push_back(json::parse(text)["metadata"]["name"]);
+    std::sort(from_server.begin(), from_server.end());
+    EXPECT_EQ(sorted, from_server);
+    EXPECT_FALSE(sink.items_after_end);
+    EXPECT_EQ(sink.item_thread != sink.begin_thread, threaded);
+  }
+}
 
 TEST(Informer, RelistReplacesTheStore) {
   Cluster c;

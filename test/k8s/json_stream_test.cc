@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 
 namespace fracpack::k8s {
@@ -51,6 +52,102 @@ TEST(ObjectSplitter, EverySplitPointYieldsTheSameObjects) {
     Status st;
     EXPECT_EQ(split_objects(kEvents, cuts, &st), whole);
     EXPECT_TRUE(st.ok());
+  }
+}
+
+// Random JSON whose strings are dense in what makes splitting hard: quotes,
+// backslash runs (dumped as \\ and \"), brackets, control characters,
+// multi-byte UTF-8; values long enough to span many 64-byte blocks and
+// every feed boundary.
+nlohmann::json random_value(std::mt19937& rng, int depth) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto random_string = [&] {
+    static const char* const kPieces[] = {"\\", "\"", "{", "}", "[", "]", "a", " ", "\n", "\\\\\"", "\u00e9", "x:y,", "\\\\"};
+    std::string s;
+    const int n = pick(3) == 0 ? pick(80) : pick(8);
+    for (int i = 0; i < n; ++i) s += kPieces[pick(13)];
+    return s;
+  };
+  const int kind = depth > 4 ? pick(3) : pick(6);
+  switch (kind) {
+    case 0:
+      return random_string();
+    case 1:
+      return pick(1000000) - 500000;
+    case 2:
+      return pick(2) == 0 ? nlohmann::json(nullptr) : nlohmann::json(true);
+    case 3: {
+      nlohmann::json a = nlohmann::json::array();
+      for (int i = pick(6); i > 0; --i) a.push_back(random_value(rng, depth + 1));
+      return a;
+    }
+    default: {
+      nlohmann::json o = nlohmann::json::object();
+      for (int i = pick(7); i > 0; --i) o[random_string()] = random_value(rng, depth + 1);
+      return o;
+    }
+  }
+}
+
+std::vector<size_t> random_cuts(std::mt19937& rng, size_t size) {
+  std::vector<size_t> cuts;
+  size_t at = 0;
+  while (true) {
+    at += 1 + rng() % (rng() % 2 == 0 ? 7 : 300);
+    if (at >= size) return cuts;
+    cuts.push_back(at);
+  }
+}
+
+// The block scanner against the byte-at-a-time one, state by state.
+TEST(JsonScanner, BlocksAgreeWithBytes) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    nlohmann::json doc = nlohmann::json::object();
+    doc["v"] = random_value(rng, 0);
+    doc["w"] = random_value(rng, 0);
+    const std::string text = doc.dump() + doc.dump();  // two top-level objects
+    JsonScanner fast, slow;
+    size_t at = 0;
+    for (size_t cut : random_cuts(rng, text.size())) {
+      if (cut <= at) continue;
+      const std::string_view piece = std::string_view(text).substr(at, cut - at);
+      // Consume the piece, stopping at each return to depth 0 as a splitter does.
+      size_t f = 0, s = 0;
+      while (f < piece.size() || s < piece.size()) {
+        if (fast.depth() == 0 && f < piece.size()) {
+          ASSERT_TRUE(fast.step(piece[f++]));
+          continue;
+        }
+        if (slow.depth() == 0 && s < piece.size()) {
+          ASSERT_TRUE(slow.step(piece[s++]));
+          continue;
+        }
+        f += fast.skip_to_depth(piece.substr(f), 0);
+        s += slow.skip_to_depth_scalar(piece.substr(s), 0);
+        ASSERT_EQ(f, s) << "trial " << trial << " at " << at;
+        ASSERT_EQ(fast.depth(), slow.depth());
+        ASSERT_EQ(fast.in_string(), slow.in_string());
+      }
+      at = cut;
+    }
+  }
+}
+
+TEST(ObjectSplitter, RandomEventsAtRandomCuts) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<std::string> want;
+    std::string stream;
+    for (int e = 0; e < 30; ++e) {
+      nlohmann::json ev = {{"type", "MODIFIED"}, {"object", random_value(rng, 1)}};
+      want.push_back(ev.dump());
+      stream += want.back() + (e % 3 == 0 ? "\n" : "");
+    }
+    Status st;
+    EXPECT_EQ(split_objects(stream, random_cuts(rng, stream.size()), &st), want) << "trial " << trial;
+    EXPECT_TRUE(st.ok());
+    EXPECT_EQ(split_objects(stream, {}, &st), want);
   }
 }
 
@@ -119,6 +216,26 @@ TEST(ListSplitter, ItemsAndMetadataAtAnySplit) {
     const ListResult r = split_list(list, cuts);
     EXPECT_EQ(r.items, whole.items);
     EXPECT_EQ(r.metadata, whole.metadata);
+  }
+}
+
+TEST(ListSplitter, RandomItemsAtRandomCuts) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 40; ++trial) {
+    nlohmann::json list = {{"kind", "PodList"}, {"apiVersion", "v1"}};
+    list["metadata"] = {{"resourceVersion", std::to_string(trial)}, {"continue", random_value(rng, 3)}};
+    list["items"] = nlohmann::json::array();
+    for (int i = 0; i < 25; ++i) {
+      nlohmann::json item = {{"metadata", {{"name", "p" + std::to_string(i)}}}, {"spec", random_value(rng, 1)}};
+      list["items"].push_back(item);
+    }
+    list["other"] = random_value(rng, 2);
+    const std::string text = list.dump(trial % 2 == 0 ? -1 : 1);
+    const ListResult r = split_list(text, random_cuts(rng, text.size()));
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    ASSERT_EQ(r.items.size(), 25u);
+    for (size_t i = 0; i < r.items.size(); ++i) EXPECT_EQ(nlohmann::json::parse(r.items[i]), list["items"][i]);
+    EXPECT_EQ(nlohmann::json::parse(r.metadata), list["metadata"]);
   }
 }
 

@@ -39,6 +39,43 @@ std::string annotations_overcommit(const FakeApiServer& s) {
   return "";
 }
 
+// For a failure message: each over-committed card of the ledger, with the
+// pods it charges (assumed or confirmed) and what the server says of them.
+std::string explain_overcommit(Cluster& cluster) {
+  k8s::ClusterState& state = cluster.state();
+  const FakeApiServer& s = cluster.server();
+  std::vector<std::string> names;
+  std::string report = state.read([&](const scheduling::Ledger& l) {
+    std::string out;
+    for (const auto& [name, node] : l.nodes()) {
+      for (size_t p = 0; p < node.use().size(); ++p) {
+        if (node.use()[p].cores <= scheduling::kCardMilli && node.free_memory(p) >= 0) continue;
+        const int index = node.cards()[p].index;
+        out += name + " card " + std::to_string(index) + ":";
+        for (const scheduling::PodRecord* r : node.pods()) {
+          for (const auto& c : r->charges) {
+            if (c.index != index) continue;
+            const size_t slash = r->key.find('/');
+            auto text = s.get("pods", r->key.substr(0, slash), r->key.substr(slash + 1));
+            std::string server = "absent";
+            if (text) {
+              auto pod = k8s::parse_pod(*text, k8s::ContractNames{}.selection());
+              server = pod ? (pod->meta.uid == r->uid ? "" : "another uid, ") + pod->phase + " on '" + pod->node_name + "'" : "?";
+            }
+            out += " " + r->key + (r->phase == scheduling::PodPhase::kAssumed ? " (assumed, " : " (confirmed, ") +
+                   std::to_string(c.cores) + " milli; server: " + server + ")";
+            names.push_back(r->key.substr(slash + 1));
+          }
+        }
+        out += "\n";
+      }
+    }
+    return out;
+  });
+  for (const auto& n : names) report += "what the pod informer delivered about " + n + ":\n" + cluster.pod_trace(n);
+  return report;
+}
+
 TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
   Cluster c;
   const int kNodes = 20;
@@ -140,7 +177,8 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
     if (step % 50 == 0) {
       // As serve does every few seconds: resolve what the watch missed.
       reconciled += k8s::reconcile_assumptions(api, c.state(), std::chrono::milliseconds(100));
-      ASSERT_EQ(c.state().read([](const auto& l) { return l.overcommitted_cards(); }), 0) << "step " << step;
+      ASSERT_EQ(c.state().read([](const auto& l) { return l.overcommitted_cards(); }), 0)
+          << "step " << step << "\n" << explain_overcommit(c) << "annotations: " << annotations_overcommit(c.server());
       ASSERT_EQ(annotations_overcommit(c.server()), "") << "step " << step;
     }
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace fracpack {
 namespace {
 
@@ -69,6 +71,36 @@ TEST(Quantity, SuffixesAndExponents) {
   EXPECT_EQ(value("000"), 0);
   EXPECT_EQ(value("0.000"), 0);
   EXPECT_EQ(value("007"), 7);
+}
+
+// Integers take a fast path; "d.0" with the same suffix takes the general
+// one. They must agree everywhere, including the rounding to milli units and
+// the range errors.
+TEST(Quantity, FastPathAgreesWithTheGeneralOne) {
+  std::mt19937_64 rng(17);
+  const char* const suffixes[] = {"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "e-3", "e9", "E12"};
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int digits = 1 + static_cast<int>(rng() % 14);
+    std::string d;
+    for (int i = 0; i < digits; ++i) d.push_back(static_cast<char>('0' + rng() % 10));
+    const std::string suffix = suffixes[rng() % std::size(suffixes)];
+    const auto fast = Quantity::parse(d + suffix);
+    const auto general = Quantity::parse(d + ".0" + suffix);
+    ASSERT_EQ(fast.ok(), general.ok()) << d << suffix;
+    if (!fast.ok()) continue;
+    const auto fm = fast->milli_value(), gm = general->milli_value();
+    ASSERT_EQ(fm.ok(), gm.ok()) << d << suffix;
+    if (fm.ok()) {
+      ASSERT_EQ(*fm, *gm) << d << suffix;
+    }
+    const auto fv = fast->value(), gv = general->value();
+    ASSERT_EQ(fv.ok(), gv.ok()) << d << suffix;
+    if (fv.ok()) {
+      ASSERT_EQ(*fv, *gv) << d << suffix;
+    }
+    ASSERT_EQ(fast->is_integer(), general->is_integer()) << d << suffix;
+    ASSERT_EQ(fast->is_zero(), general->is_zero()) << d << suffix;
+  }
 }
 
 TEST(Quantity, RoundsUpAwayFromZero) {
