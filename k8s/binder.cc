@@ -42,7 +42,8 @@ bool already_there(ApiClient& client, const BindTarget& t) {
 
 }  // namespace
 
-Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t) {
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_gone) {
+  if (pod_gone != nullptr) *pod_gone = false;
   const std::string path = "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name + "/binding";
   auto r = client.request("POST", path, binding_json(t));
   if (!r) {
@@ -58,6 +59,7 @@ Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t) {
   if (r->status >= 500 || r->status == 429) {
     if (already_there(client, t)) return BindOutcome::kAlreadyBound;
   }
+  if (pod_gone != nullptr) *pod_gone = r->status == 404 || (r->status == 409 && message.find("Precondition failed: UID") != std::string::npos);
   return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": API server answered " +
                api_error_message(*r)};
 }

@@ -26,8 +26,10 @@ enum class BindOutcome { kBound, kAlreadyBound };
 // The Binding body (exposed for tests).
 std::string binding_json(const BindTarget& target);
 
-// Binds, or says why not with the API server's message.
-Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target);
+// Binds, or says why not with the API server's message. On failure,
+// `pod_gone` (if given) tells whether the pod's UID no longer exists (404, or
+// a UID precondition failure: the name holds another pod now).
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target, bool* pod_gone = nullptr);
 
 class ClusterState;
 

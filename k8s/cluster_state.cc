@@ -66,6 +66,23 @@ Status ClusterState::assume(const PodFacts& pod, Allocation allocation, scheduli
   return ledger_.assume(pod, std::move(allocation), now + options_.assume_ttl);
 }
 
+Result<Allocation> ClusterState::assume_chosen(const PodFacts& pod, const Chooser& choose, scheduling::Clock::time_point now) {
+  std::unique_lock lock(mu_);
+  counters_.expired_assumptions += ledger_.expire(now).size();
+  auto chosen = choose(ledger_);
+  if (!chosen) return chosen;
+  if (Status s = ledger_.assume(pod, *chosen, now + options_.assume_ttl); !s.ok()) return Error{s.message()};
+  return chosen;
+}
+
+void ClusterState::load_snapshot(const ObjectList& list) {
+  for (const Node& n : list.nodes) apply_node(n);
+  std::unique_lock lock(mu_);
+  for (const Pod& p : list.pods) apply_pod_locked(p);
+  pods_synced_ = true;
+  nodes_synced_ = true;
+}
+
 bool ClusterState::forget(const std::string& uid) {
   std::unique_lock lock(mu_);
   bound_at_.erase(uid);

@@ -26,8 +26,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -90,6 +92,14 @@ class ClusterState {
 
   // The bind path: reserve, then confirm (via the watch) or forget.
   Status assume(const scheduling::PodFacts& pod, scheduling::Allocation allocation, scheduling::Clock::time_point now);
+  // Chooses and reserves in one step under the write lock, so two binds
+  // never choose the same capacity: `choose` sees the ledger as it is and
+  // returns the allocation (or why there is none).
+  using Chooser = std::function<Result<scheduling::Allocation>(const scheduling::Ledger&)>;
+  Result<scheduling::Allocation> assume_chosen(const scheduling::PodFacts& pod, const Chooser& choose,
+                                               scheduling::Clock::time_point now);
+  // Standalone mode: the state is a snapshot's (nodes, pods), complete.
+  void load_snapshot(const ObjectList& list);
   bool forget(const std::string& uid);
   // The API server accepted the pod's Binding (at `when`): a consistent list
   // started later that lacks the pod proves it gone.

@@ -1,5 +1,7 @@
 #include "k8s/contract.h"
 
+#include <array>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -382,25 +384,36 @@ Result<NodeSpec> node_spec(const Node& node, const ContractNames& n) {
 }
 
 void append_json_string(std::string& out, std::string_view s) {
+  // Runs of characters that need no escape are appended whole.
+  static constexpr auto kEscape = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[static_cast<size_t>(c)] = true;
+    t['"'] = true;
+    t['\\'] = true;
+    return t;
+  }();
   out.push_back('"');
-  for (unsigned char ch : s) {
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(s[i]);
+    if (!kEscape[ch]) continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (ch) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (ch < 0x20) {
-          static const char* hex = "0123456789abcdef";
-          out += "\\u00";
-          out.push_back(hex[ch >> 4]);
-          out.push_back(hex[ch & 15]);
-        } else {
-          out.push_back(static_cast<char>(ch));
-        }
+      default: {
+        static const char* hex = "0123456789abcdef";
+        out += "\\u00";
+        out.push_back(hex[ch >> 4]);
+        out.push_back(hex[ch & 15]);
+      }
     }
   }
+  out.append(s.data() + run, s.size() - run);
   out.push_back('"');
 }
 

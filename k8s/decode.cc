@@ -33,6 +33,11 @@ void pad(std::string& s) { s.reserve(s.size() + simdjson::SIMDJSON_PADDING); }
 
 namespace json {
 
+simdjson::ondemand::parser& thread_parser() {
+  thread_local simdjson::ondemand::parser parser;
+  return parser;
+}
+
 Error type_error(std::string_view path, std::string_view expected) {
   return Error{std::string(path) + ": expected " + std::string(expected)};
 }
@@ -45,62 +50,6 @@ Error syntax_error(simdjson::error_code code, std::string_view where) {
 }
 
 namespace {
-
-// Steps over a null value (the iterator must move past it).
-void consume_null(od::value& v) {
-  bool is_null = false;
-  auto e = v.is_null().get(is_null);
-  (void)e;
-}
-
-// Iterates an object's fields, calling fn(key, value) -> Status.
-template <class Fn>
-Status for_each_field(od::object obj, std::string_view path, Fn fn) {
-  for (auto fr : obj) {
-    od::field f;
-    if (auto e = std::move(fr).get(f)) return syntax_error(e, path);
-    std::string_view key;
-    if (auto e = f.unescaped_key().get(key)) return syntax_error(e, path);
-    if (Status s = fn(key, f.value()); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-// The same over a value; null stands for an empty object (Kubernetes sends
-// "labels": null).
-template <class Fn>
-Status for_each_field(od::value v, std::string_view path, Fn fn) {
-  od::json_type t;
-  if (auto e = v.type().get(t)) return syntax_error(e, path);
-  if (t == od::json_type::null) {
-    consume_null(v);
-    return Status::Ok();
-  }
-  if (t != od::json_type::object) return type_error(path, "an object");
-  od::object obj;
-  if (auto e = v.get_object().get(obj)) return syntax_error(e, path);
-  return for_each_field(obj, path, fn);
-}
-
-template <class Fn>
-Status for_each_element(od::value v, std::string_view path, Fn fn) {
-  od::json_type t;
-  if (auto e = v.type().get(t)) return syntax_error(e, path);
-  if (t == od::json_type::null) {
-    consume_null(v);
-    return Status::Ok();
-  }
-  if (t != od::json_type::array) return type_error(path, "an array");
-  od::array arr;
-  if (auto e = v.get_array().get(arr)) return syntax_error(e, path);
-  size_t i = 0;
-  for (auto er : arr) {
-    od::value el;
-    if (auto e = std::move(er).get(el)) return syntax_error(e, path);
-    if (Status s = fn(el, i++); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
 
 std::string join(std::string_view a, std::string_view b) {
   std::string s(a);
@@ -304,21 +253,6 @@ Status decode_config_map(od::object v, const Selection& sel, ConfigMap& out) {
 }
 
 namespace {
-
-// Runs fn(root value) over the text, padding it into a buffer, and checks
-// that nothing follows the value.
-template <class Fn>
-Status with_document(std::string_view text, Fn fn) {
-  thread_local simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(text);
-  simdjson::ondemand::document doc;
-  if (auto e = parser.iterate(padded).get(doc)) return syntax_error(e, "");
-  simdjson::ondemand::value root;
-  if (auto e = doc.get_value().get(root)) return syntax_error(e, "");
-  if (Status s = fn(root); !s.ok()) return s;
-  if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the value"};
-  return Status::Ok();
-}
 
 Status decode_list(od::value root, const Selection& sel, ObjectList& out) {
   return for_each_field(root, "list", [&](std::string_view key, od::value val) -> Status {

@@ -19,6 +19,83 @@ namespace od = simdjson::ondemand;
 Error type_error(std::string_view path, std::string_view expected);
 Error syntax_error(simdjson::error_code code, std::string_view where);
 
+// Steps over a null value (the iterator must move past it).
+inline void consume_null(od::value& v) {
+  bool is_null = false;
+  auto e = v.is_null().get(is_null);
+  (void)e;
+}
+
+// Iterates an object's fields, calling fn(key, value) -> Status.
+template <class Fn>
+Status for_each_field(od::object obj, std::string_view path, Fn fn) {
+  for (auto fr : obj) {
+    od::field f;
+    if (auto e = std::move(fr).get(f)) return syntax_error(e, path);
+    std::string_view key;
+    if (auto e = f.unescaped_key().get(key)) return syntax_error(e, path);
+    if (Status s = fn(key, f.value()); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// The same over a value; null stands for an empty object (Kubernetes sends
+// "labels": null).
+template <class Fn>
+Status for_each_field(od::value v, std::string_view path, Fn fn) {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return syntax_error(e, path);
+  if (t == od::json_type::null) {
+    consume_null(v);
+    return Status::Ok();
+  }
+  if (t != od::json_type::object) return type_error(path, "an object");
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return syntax_error(e, path);
+  return for_each_field(obj, path, fn);
+}
+
+// Iterates an array's elements, calling fn(value, index) -> Status; null
+// stands for an empty array.
+template <class Fn>
+Status for_each_element(od::value v, std::string_view path, Fn fn) {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return syntax_error(e, path);
+  if (t == od::json_type::null) {
+    consume_null(v);
+    return Status::Ok();
+  }
+  if (t != od::json_type::array) return type_error(path, "an array");
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) return syntax_error(e, path);
+  size_t i = 0;
+  for (auto er : arr) {
+    od::value el;
+    if (auto e = std::move(er).get(el)) return syntax_error(e, path);
+    if (Status s = fn(el, i++); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// Runs fn(root value) over the text, padding it into a buffer, and checks
+// that nothing follows the value.
+// This thread's parser (one per thread, whatever the caller: a parser keeps
+// buffers sized for the largest document it has seen).
+simdjson::ondemand::parser& thread_parser();
+
+template <class Fn>
+Status with_document(std::string_view text, Fn fn) {
+  simdjson::ondemand::parser& parser = thread_parser();
+  simdjson::padded_string padded(text);
+  simdjson::ondemand::document doc;
+  if (auto e = parser.iterate(padded).get(doc)) return syntax_error(e, "");
+  simdjson::ondemand::value root;
+  if (auto e = doc.get_value().get(root)) return syntax_error(e, "");
+  if (Status s = fn(root); !s.ok()) return s;
+  if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the value"};
+  return Status::Ok();
+}
+
 // Decode an object (consumed) into the structure.
 Status decode_meta(od::value v, const Selection& sel, ObjectMeta& out);
 Status decode_pod(od::object v, const Selection& sel, Pod& out);

@@ -56,20 +56,32 @@ NodeState& Ledger::node_entry(const std::string& name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
     it = nodes_.emplace(name, NodeState{}).first;
-    it->second.spec_.name = name;
+    NodeState& node = it->second;
+    node.spec_.name = name;
+    if (free_slots_.empty()) {
+      node.slot_ = next_slot_++;
+    } else {
+      node.slot_ = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    touch(node);
+    by_name_.insert(&node);
   }
   return it->second;
 }
 
-void Ledger::apply(NodeState& node, const PodRecord& pod, int sign) {
-  for (const auto& charge : pod.charges) {
-    const int pos = node.position_of(charge.index);
+// What a pod holds on a node, added (sign +1) or taken away (-1); returns
+// the compute added to cards the node has.
+int64_t Ledger::charge(NodeState& node, const PodRecord& pod, int sign) {
+  int64_t cores = 0;
+  for (const auto& c : pod.charges) {
+    const int pos = node.position_of(c.index);
     if (pos < 0) continue;  // card not (or no longer) on the node: nothing to hold
     CardUse& use = node.use_[static_cast<size_t>(pos)];
-    use.memory_mib += sign * charge.memory_mib;
-    use.cores += sign * charge.cores;
+    use.memory_mib += sign * c.memory_mib;
+    use.cores += sign * c.cores;
     use.sharers += sign;
-    total_cores_used_ += sign * charge.cores;
+    cores += sign * c.cores;
   }
   node.cpu_requested_ += sign * pod.cpu_milli;
   node.memory_requested_ += sign * pod.memory_bytes;
@@ -78,7 +90,27 @@ void Ledger::apply(NodeState& node, const PodRecord& pod, int sign) {
     n += sign;
     if (n == 0) node.tags_.erase(pod.tag);
   }
-  ++node.version_;
+  return cores;
+}
+
+void Ledger::apply(NodeState& node, const PodRecord& pod, int sign) {
+  total_cores_used_ += charge(node, pod, sign);
+  touch(node);
+}
+
+NodeState Ledger::project(const NodeSpec& spec, const std::vector<std::string>& without) const {
+  NodeState n;
+  n.spec_ = spec;
+  n.present_ = true;
+  n.use_.assign(spec.cards.size(), CardUse{});
+  n.version_ = 0;
+  n.slot_ = UINT32_MAX;
+  if (const NodeState* known = node(spec.name)) {
+    for (const PodRecord* pod : known->pods_) {
+      if (std::find(without.begin(), without.end(), pod->uid) == without.end()) charge(n, *pod, +1);
+    }
+  }
+  return n;
 }
 
 void Ledger::insert(PodRecord record) {
@@ -108,7 +140,11 @@ void Ledger::erase(std::unordered_map<std::string, PodRecord>::iterator it) {
 
 void Ledger::maybe_drop_node(const std::string& name) {
   auto it = nodes_.find(name);
-  if (it != nodes_.end() && !it->second.present_ && it->second.pods_.empty()) nodes_.erase(it);
+  if (it != nodes_.end() && !it->second.present_ && it->second.pods_.empty()) {
+    by_name_.erase(it->first);
+    free_slots_.push_back(it->second.slot_);
+    nodes_.erase(it);
+  }
 }
 
 void Ledger::upsert_node(NodeSpec spec) {
@@ -116,7 +152,7 @@ void Ledger::upsert_node(NodeSpec spec) {
   const bool cards_same = node.present_ && node.spec_.cards == spec.cards;
   if (cards_same) {
     node.spec_ = std::move(spec);
-    ++node.version_;
+    touch(node);
     debug_check();
     return;
   }
@@ -126,6 +162,7 @@ void Ledger::upsert_node(NodeSpec spec) {
   node.present_ = true;
   node.use_.assign(node.spec_.cards.size(), CardUse{});
   for (const PodRecord* pod : node.pods_) apply(node, *pod, +1);
+  touch(node);  // even without pods: its cards changed
   debug_check();
 }
 
@@ -138,13 +175,14 @@ void Ledger::remove_node(std::string_view name) {
   node.use_.clear();
   node.present_ = false;
   for (const PodRecord* pod : node.pods_) apply(node, *pod, +1);  // CPU/memory only: no cards
+  touch(node);
   maybe_drop_node(std::string(name));
   debug_check();
 }
 
 Status Ledger::assume(const PodFacts& pod, Allocation allocation, Clock::time_point deadline) {
   if (pods_.count(pod.uid) != 0) return Error{"pod " + pod.key + " already holds a placement"};
-  auto it = nodes_.find(allocation.node);
+  auto it = nodes_.find(std::string_view(allocation.node));
   if (it == nodes_.end() || !it->second.present_) return Error{"node " + allocation.node + " is not known"};
   if (Status fits = allocation_fits(it->second, allocation); !fits.ok()) return fits;
 
@@ -232,9 +270,67 @@ std::vector<PodRecord> Ledger::expire(Clock::time_point now) {
   return out;
 }
 
-const NodeState* Ledger::node(std::string_view name) const {
-  auto it = nodes_.find(name);
-  return it == nodes_.end() ? nullptr : &it->second;
+const NodeState* Ledger::node(std::string_view name) const { return by_name_.find(name); }
+
+void Ledger::NameIndex::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.node == nullptr) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].node != nullptr) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+void Ledger::NameIndex::insert(NodeState* node) {
+  if ((size_ + 1) * 2 > slots_.size()) grow();
+  const uint64_t h = std::hash<std::string_view>{}(node->name());
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].node != nullptr) {
+    if (slots_[i].hash == h && slots_[i].node->name() == node->name()) {
+      slots_[i].node = node;
+      return;
+    }
+    i = (i + 1) & mask;
+  }
+  slots_[i] = Slot{h, node};
+  ++size_;
+}
+
+NodeState* Ledger::NameIndex::find(std::string_view name) const {
+  if (slots_.empty()) return nullptr;
+  const uint64_t h = std::hash<std::string_view>{}(name);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask; slots_[i].node != nullptr; i = (i + 1) & mask) {
+    if (slots_[i].hash == h && slots_[i].node->name() == name) return slots_[i].node;
+  }
+  return nullptr;
+}
+
+void Ledger::NameIndex::erase(std::string_view name) {
+  if (slots_.empty()) return;
+  const uint64_t h = std::hash<std::string_view>{}(name);
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].node != nullptr && !(slots_[i].hash == h && slots_[i].node->name() == name)) i = (i + 1) & mask;
+  if (slots_[i].node == nullptr) return;
+  // Backward-shift deletion: later entries of the probe run move up, so no
+  // tombstones are needed.
+  size_t hole = i;
+  for (size_t j = (hole + 1) & mask; slots_[j].node != nullptr; j = (j + 1) & mask) {
+    const size_t home = slots_[j].hash & mask;
+    // Move j into the hole if its home is not in (hole, j] cyclically.
+    const bool between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+    if (!between) {
+      slots_[hole] = slots_[j];
+      hole = j;
+    }
+  }
+  slots_[hole] = Slot{};
+  --size_;
 }
 
 const PodRecord* Ledger::pod(std::string_view uid) const {

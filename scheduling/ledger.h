@@ -76,8 +76,13 @@ class NodeState {
   // Position of the card with this device index, or -1.
   int position_of(int index) const;
 
-  // Bumped on every change of usage or cards: evaluation caches key on it.
+  // Changes on every change of usage or cards, and is never reused by any
+  // node of this ledger (a node deleted and re-created starts afresh):
+  // evaluation caches key on it.
   uint64_t version() const { return version_; }
+  // A small dense number, unique among the ledger's current nodes (reused
+  // after a node is dropped): caches index arrays by it.
+  uint32_t slot() const { return slot_; }
   // Pods placed here (confirmed or assumed), in no particular order.
   const std::vector<const PodRecord*>& pods() const { return pods_; }
   // GPU pods here by shape tag ("share-gpu", "1-gpu", "2-gpu", ...).
@@ -91,6 +96,7 @@ class NodeState {
   int64_t cpu_requested_ = 0;
   int64_t memory_requested_ = 0;
   uint64_t version_ = 0;
+  uint32_t slot_ = 0;
   // Records owned by the Ledger's map (node-based: addresses are stable).
   // A vector, not a set: a node holds tens of pods, and walking them is
   // what re-applying a node's cards does.
@@ -155,9 +161,16 @@ class Ledger {
 
   // --- views ---
   const NodeState* node(std::string_view name) const;
+  // The node as it would be with `spec` (cards from elsewhere, e.g. a Node
+  // object kube-scheduler sent) and the pods this ledger has on it. Not the
+  // ledger's: version() 0, no slot, no pods listed.
+  // `without`: pods left out (preemption's "as if these were gone").
+  NodeState project(const NodeSpec& spec, const std::vector<std::string>& without = {}) const;
   const PodRecord* pod(std::string_view uid) const;
   // Nodes by name, present or not; stable order (sorted by name).
   const std::map<std::string, NodeState, std::less<>>& nodes() const { return nodes_; }
+  // One more than the largest slot() in use.
+  uint32_t slot_bound() const { return next_slot_; }
   size_t pod_count() const { return pods_.size(); }
   size_t assumed_count() const { return assumed_.size(); }
   std::vector<std::string> assumed_pods() const { return {assumed_.begin(), assumed_.end()}; }
@@ -172,13 +185,38 @@ class Ledger {
 
  private:
   NodeState& node_entry(const std::string& name);
+  static int64_t charge(NodeState& node, const PodRecord& pod, int sign);
   void apply(NodeState& node, const PodRecord& pod, int sign);
   void insert(PodRecord record);
   void erase(std::unordered_map<std::string, PodRecord>::iterator it);
   void maybe_drop_node(const std::string& name);
   void debug_check() const;
 
+  void touch(NodeState& node) { node.version_ = ++versions_; }
+
   std::map<std::string, NodeState, std::less<>> nodes_;
+  // The same nodes by name, for the extender's thousands of lookups per
+  // request: open addressing with linear probing over (hash, node) pairs,
+  // one cache line per probe instead of a chain of list nodes.
+  class NameIndex {
+   public:
+    void insert(NodeState* node);
+    void erase(std::string_view name);
+    NodeState* find(std::string_view name) const;
+
+   private:
+    struct Slot {
+      uint64_t hash = 0;
+      NodeState* node = nullptr;
+    };
+    void grow();
+    std::vector<Slot> slots_;  // capacity a power of two, at most half full
+    size_t size_ = 0;
+  };
+  NameIndex by_name_;
+  std::vector<uint32_t> free_slots_;
+  uint32_t next_slot_ = 0;
+  uint64_t versions_ = 0;
   std::unordered_map<std::string, PodRecord> pods_;
   std::unordered_set<std::string> assumed_;
   int64_t total_cores_used_ = 0;

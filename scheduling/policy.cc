@@ -33,10 +33,11 @@ Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const PolicyO
 }
 
 int64_t extender_score(int64_t score, int64_t min_score, int64_t max_score) {
-  if (max_score <= min_score) return 10;
+  if (score >= max_score) return 10;
+  if (max_score <= min_score || score <= min_score) return 0;
   const long double x = static_cast<long double>(score - min_score) / static_cast<long double>(max_score - min_score);
-  const auto s = static_cast<int64_t>(x * 10.0L + 0.5L);
-  return s < 0 ? 0 : (s > 10 ? 10 : s);
+  const auto s = static_cast<int64_t>(x * 9.0L);  // < 9 unless score == max
+  return s < 0 ? 0 : (s > 9 ? 9 : s);
 }
 
 }  // namespace fracpack::scheduling

@@ -68,7 +68,10 @@ const std::vector<std::string>& policy_names();
 Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const PolicyOptions& options);
 
 // Maps a policy score onto kube-scheduler's extender range 0..10 relative to
-// the other candidates: the best candidate(s) get 10, the worst 0.
+// the other candidates: exactly the best candidates (the highest score) get
+// 10, the others 0..9 in proportion, the worst 0. Keeping 10 for the best
+// alone means kube-scheduler, adding weight x 10 x score, picks among the
+// nodes the policy itself would pick.
 int64_t extender_score(int64_t score, int64_t min_score, int64_t max_score);
 
 }  // namespace fracpack::scheduling

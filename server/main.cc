@@ -16,6 +16,7 @@ commands:
   replay openb      replay the FGD paper's experiment on the Alibaba openb trace
   replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods -A -o json)
   convert openb     write the openb trace as a cluster snapshot
+  serve             run the kube-scheduler extender (HTTP)
   version           print the version
 
 Run "fracpack <command> --help" for a command's options.
@@ -47,12 +48,13 @@ int main(int argc, char** argv) {
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "version" || args[0] == "--version") {
-      std::cout << "fracpack " << FRACPACK_VERSION << "\n";
+      std::cout << "fracpack " << FRACPACK_VERSION_STRING << "\n";
       return 0;
     }
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "openb") return cmd_replay_openb(rest(2));
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "snapshot") return cmd_replay_snapshot(rest(2));
     if (args[0] == "convert" && args.size() >= 2 && args[1] == "openb") return cmd_convert_openb(rest(2));
+    if (args[0] == "serve") return cmd_serve(rest(1));
     if (args[0] == "replay" || args[0] == "convert") {
       return usage_error(args[0] + " needs a source: " + (args[0] == "replay" ? "openb or snapshot" : "openb"));
     }

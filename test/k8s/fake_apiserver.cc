@@ -619,7 +619,9 @@ struct FakeApiServer::Impl {
       if (parts.size() >= 4) name = parts[3];
       if (parts.size() >= 5) sub = parts[4];
     }
-    if (kind != "pods" && kind != "nodes" && kind != "events" && kind != "bindings") return answer(404, not_found);
+    if (kind != "pods" && kind != "nodes" && kind != "events" && kind != "bindings" && kind != "configmaps") {
+      return answer(404, not_found);
+    }
 
     if (method == "GET" && name.empty()) {
       const bool watch = query.contains("watch") && (query.at("watch") == "true" || query.at("watch") == "1");

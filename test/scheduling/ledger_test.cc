@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "scheduling/fit.h"
 #include "test/testlib.h"
@@ -43,6 +44,33 @@ TEST(Ledger, AssumeConfirmForgetRemove) {
   EXPECT_TRUE(l.remove("a"));
   EXPECT_EQ(l.node("n1")->use()[0], CardUse{});
   EXPECT_EQ(l.node("n1")->cpu_requested(), 0);
+  EXPECT_TRUE(l.check_invariants().ok());
+}
+
+// Caches key on versions and index by slots: a version changes with every
+// change of a node (cards included, pods or not) and is never seen again,
+// even on a node deleted and re-created under the same name and slot.
+TEST(Ledger, VersionsAreNeverReusedAndSlotsAre) {
+  Ledger l;
+  l.upsert_node(node("n1", 2));
+  l.upsert_node(node("n2", 2));
+  const uint64_t v1 = l.node("n1")->version();
+  EXPECT_NE(l.node("n1")->slot(), l.node("n2")->slot());
+  EXPECT_EQ(l.slot_bound(), 2u);
+  l.upsert_node(node("n1", 4));  // cards change, no pods
+  EXPECT_NE(l.node("n1")->version(), v1);
+  std::set<uint64_t> seen = {v1, l.node("n1")->version(), l.node("n2")->version()};
+  const uint32_t slot = l.node("n1")->slot();
+  l.remove_node("n1");  // no pods: dropped
+  EXPECT_EQ(l.node("n1"), nullptr);
+  l.upsert_node(node("n3", 2));
+  EXPECT_EQ(l.node("n3")->slot(), slot) << "the slot is reused";
+  EXPECT_TRUE(seen.insert(l.node("n3")->version()).second) << "the version is not";
+  l.upsert_node(node("n1", 2));
+  EXPECT_TRUE(seen.insert(l.node("n1")->version()).second);
+  EXPECT_EQ(l.slot_bound(), 3u);
+  ASSERT_TRUE(l.assume(facts("a"), share("n1", 0, 300), kFar).ok());
+  EXPECT_TRUE(seen.insert(l.node("n1")->version()).second);
   EXPECT_TRUE(l.check_invariants().ok());
 }
 

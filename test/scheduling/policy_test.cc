@@ -109,11 +109,12 @@ TEST(Policy, FactoryRejectsUnknownAndIncomplete) {
 }
 
 TEST(Policy, ExtenderScoreMapsToZeroToTen) {
-  EXPECT_EQ(extender_score(50, 0, 100), 5);
+  EXPECT_EQ(extender_score(50, 0, 100), 4);   // 0.5 x 9, truncated
   EXPECT_EQ(extender_score(100, 0, 100), 10);
+  EXPECT_EQ(extender_score(99, 0, 100), 8) << "only the best gets 10";
   EXPECT_EQ(extender_score(0, 0, 100), 0);
   EXPECT_EQ(extender_score(7, 7, 7), 10);
-  EXPECT_EQ(extender_score(-5, -10, 10), 3);  // 0.25 -> 2.5 rounds to 3
+  EXPECT_EQ(extender_score(-5, -10, 10), 2);
 }
 
 TEST(Scheduler, TiesGoToTheEarliestNodeAndFailuresAreExplained) {

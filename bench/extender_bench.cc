@@ -1,0 +1,475 @@
+// Extender latency and throughput over loopback keep-alive connections, as
+// kube-scheduler calls fracpack:
+//
+//   1. filter and prioritize at 1 000 and 5 000 nodes x 8 cards, names mode
+//      (nodeCacheCapable: true; goal p99 <= 1 ms at 5 000) and full Node
+//      objects (realistic ~8 KB nodes; goal p99 <= 50 ms at 5 000), from
+//      several concurrent clients; the cluster is a third full, with shares
+//      of every shape, so verdicts differ node to node;
+//   2. end to end against the test API server: pods created there, fracpack
+//      synced from it, and a scheduler loop (filter -> prioritize -> bind,
+//      the binds asynchronous as kube-scheduler's) placing them (goal >= 1 000
+//      pods/s).
+//
+// Everything runs in this process (fracpack's io threads, the clients, the
+// test API server) on the machine's cores; the clients are lean (pre-built
+// requests, no JSON DOM) so the figures are mostly fracpack's.
+//
+//   build/bench/extender_bench [--seconds 3] [--clients 4] [--nodes 1000,5000] [--pods 5000] [--skip-full]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "k8s/contract.h"
+#include "k8s/snapshot.h"
+#include "server/daemon.h"
+#include "server/log.h"
+#include "test/k8s/fake_apiserver.h"
+#include "test/server/server_fixture.h"
+
+namespace {
+
+using namespace fracpack;
+using Clock = std::chrono::steady_clock;
+
+std::string node_name(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "gpu-node-%05d", i);
+  return buf;
+}
+
+// A Node as kube-scheduler's cache holds it: labels, annotations, images,
+// conditions, addresses (~8 KB).
+std::string node_json(int i) {
+  const std::string name = node_name(i);
+  std::string images;
+  for (int k = 0; k < 24; ++k) {
+    images += std::string(k ? "," : "") + R"({"names":["registry.example.com/ml/team-)" + std::to_string(k) +
+              R"(/trainer@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","registry.example.com/ml/team-)" +
+              std::to_string(k) + R"(/trainer:v1.)" + std::to_string(k) + R"("],"sizeBytes":)" + std::to_string(1000000000 + k) + "}";
+  }
+  std::string conditions;
+  const char* types[] = {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready", "NetworkUnavailable"};
+  for (int k = 0; k < 5; ++k) {
+    conditions += std::string(k ? "," : "") + R"({"type":")" + types[k] + R"(","status":")" + (k == 3 ? "True" : "False") +
+                  R"(","lastHeartbeatTime":"2026-11-20T10:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z","reason":"KubeletHasSufficient","message":"kubelet has sufficient resources available"})";
+  }
+  return R"({"metadata":{"name":")" + name + R"(","uid":"node-uid-)" + std::to_string(i) +
+         R"(","resourceVersion":"12345","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"beta.kubernetes.io/arch":"amd64","beta.kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","kubernetes.io/hostname":")" +
+         name + R"(","kubernetes.io/os":"linux","node.kubernetes.io/instance-type":"p4d.24xlarge","topology.kubernetes.io/region":"region-1","topology.kubernetes.io/zone":"zone-a","nvidia.com/cuda.driver.major":"535","nvidia.com/gpu.compute.major":"8","nvidia.com/gpu.count":"8","nvidia.com/gpu.family":"ampere","nvidia.com/gpu.machine":"p4d.24xlarge","nvidia.com/gpu.memory":"81920","nvidia.com/gpu.product":"A100-SXM4-80GB","nvidia.com/gpu.replicas":"1","nvidia.com/mig.capable":"true"},"annotations":{"node.alpha.kubernetes.io/ttl":"0","volumes.kubernetes.io/controller-managed-attach-detach":"true","csi.volume.kubernetes.io/nodeid":"{\"ebs.csi.aws.com\":\"i-0123456789abcdef0\"}"}},"spec":{"podCIDR":"10.)" +
+         std::to_string(i / 250) + "." + std::to_string(i % 250) +
+         R"(.0/24","providerID":"aws:///zone-a/i-0123456789abcdef0"},"status":{"capacity":{"cpu":"96","ephemeral-storage":"8000000000Ki","hugepages-1Gi":"0","memory":"1176Gi","nvidia.com/gpu":"8","pods":"250"},"allocatable":{"cpu":"95","ephemeral-storage":"7372800000Ki","hugepages-1Gi":"0","memory":"1160Gi","nvidia.com/gpu":"8","pods":"250"},"conditions":[)" +
+         conditions + R"(],"addresses":[{"type":"InternalIP","address":"10.1.)" + std::to_string(i / 250) + "." + std::to_string(i % 250) +
+         R"("},{"type":"Hostname","address":")" + name +
+         R"("}],"daemonEndpoints":{"kubeletEndpoint":{"Port":10250}},"nodeInfo":{"machineID":"0123456789abcdef","systemUUID":"ec2-0123","bootID":"b00t","kernelVersion":"5.15.0-1051-aws","osImage":"Ubuntu 22.04.3 LTS","containerRuntimeVersion":"containerd://1.7.2","kubeletVersion":"v1.28.3","kubeProxyVersion":"v1.28.3","operatingSystem":"linux","architecture":"amd64"},"images":[)" +
+         images + "]}}";
+}
+
+struct Shape {
+  int cores;          // percent; 0 with memory 0: whole cards
+  int64_t memory_mib;
+  int cards;
+};
+const Shape kShapes[] = {{25, 10240, 1}, {50, 20480, 1}, {0, 0, 1}, {0, 0, 2}, {10, 4096, 1}, {100, 0, 4}};
+
+std::string pod_json(const std::string& name, const std::string& uid, const Shape& s, const std::string& node = "",
+                     const std::string& allocation = "") {
+  std::string limits = R"("cpu":"2","memory":"8Gi")";
+  if (s.cores == 0 && s.memory_mib == 0) {
+    limits += R"(,"fracpack.io/gpu":")" + std::to_string(s.cards) + "\"";
+  } else {
+    if (s.cards != 1) limits += R"(,"fracpack.io/gpu":")" + std::to_string(s.cards) + "\"";
+    limits += R"(,"fracpack.io/gpu-cores":")" + std::to_string(s.cores) + "\"";
+    if (s.memory_mib > 0) limits += R"(,"fracpack.io/gpu-memory":")" + std::to_string(s.memory_mib) + "\"";
+  }
+  std::string ann;
+  if (!allocation.empty()) {
+    std::string esc;
+    k8s::append_json_string(esc, allocation);
+    ann = R"(,"annotations":{"fracpack.io/allocation":)" + esc + "}";
+  }
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":"ml","uid":")" + uid +
+         R"(","creationTimestamp":"2026-11-20T10:00:00Z")" + ann +
+         R"(},"spec":{"schedulerName":"fracpack",)" + (node.empty() ? "" : R"("nodeName":")" + node + "\",") +
+         R"("containers":[{"name":"main","image":"registry.example.com/ml/trainer:v1","resources":{"limits":{)" + limits +
+         R"(},"requests":{)" + limits + R"(}}}]},"status":{"phase":")" + (node.empty() ? "Pending" : "Running") + "\"}}";
+}
+
+// Fills about a third of the cluster with shares of every shape, each with
+// its allocation record.
+std::vector<std::string> cluster_objects(int nodes, uint64_t seed) {
+  std::vector<std::string> objects;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < nodes; ++i) objects.push_back(node_json(i));
+  int pod = 0;
+  for (int i = 0; i < nodes; ++i) {
+    // Per card: used percent so far.
+    int used[8] = {};
+    const int fill = static_cast<int>(rng() % 6);  // 0..5 pods on this node
+    for (int k = 0; k < fill; ++k) {
+      const Shape s = kShapes[rng() % 4];
+      const int want = s.cores == 0 ? 100 : s.cores;
+      scheduling::Allocation a;
+      a.node = node_name(i);
+      scheduling::ContainerAllocation c{"main", false, {}};
+      for (int card = 0; card < 8 && static_cast<int>(c.cards.size()) < s.cards; ++card) {
+        if (used[card] + want <= 100) {
+          used[card] += want;
+          c.cards.push_back(scheduling::CardShare{card, "", s.memory_mib == 0 && s.cores == 0 ? 81920 : s.memory_mib, want * 10});
+        }
+      }
+      if (static_cast<int>(c.cards.size()) < s.cards) continue;
+      a.containers.push_back(c);
+      objects.push_back(pod_json("bound-" + std::to_string(pod), "bound-uid-" + std::to_string(pod), s, node_name(i),
+                                 k8s::format_allocation(a)));
+      ++pod;
+    }
+  }
+  return objects;
+}
+
+// A blocking keep-alive HTTP/1.1 client over one TCP connection.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      std::perror("connect");
+      std::exit(1);
+    }
+  }
+  ~RawClient() { ::close(fd_); }
+  // Returns the status; the body in `body`.
+  int exchange(const std::string& request, std::string& body) {
+    size_t sent = 0;
+    while (sent < request.size()) {
+      const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return -1;
+      sent += static_cast<size_t>(n);
+    }
+    // Headers, then Content-Length bytes.
+    size_t head_end;
+    while ((head_end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (!fill()) return -1;
+    }
+    const int status = std::atoi(buf_.c_str() + 9);
+    size_t length = 0;
+    const char* cl = ::strcasestr(buf_.c_str(), "content-length:");
+    if (cl != nullptr && static_cast<size_t>(cl - buf_.c_str()) < head_end) length = std::strtoul(cl + 15, nullptr, 10);
+    while (buf_.size() < head_end + 4 + length) {
+      if (!fill()) return -1;
+    }
+    body.assign(buf_, head_end + 4, length);
+    buf_.erase(0, head_end + 4 + length);
+    return status;
+  }
+
+ private:
+  bool fill() {
+    char tmp[1 << 16];
+    const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+    if (n <= 0) return false;
+    buf_.append(tmp, static_cast<size_t>(n));
+    return true;
+  }
+  int fd_;
+  std::string buf_;
+};
+
+std::string post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: fracpack\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+struct Figures {
+  double p50_ms = 0, p99_ms = 0, per_second = 0;
+  size_t requests = 0, errors = 0;
+  size_t reply_bytes = 0;  // of the last reply
+};
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+// `clients` threads send the requests round-robin for `seconds`.
+Figures load(uint16_t port, const std::vector<std::string>& requests, int clients, double seconds) {
+  std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
+  std::atomic<size_t> errors{0};
+  std::atomic<size_t> reply_bytes{0};
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      RawClient client(port);
+      std::string body;
+      size_t k = static_cast<size_t>(c);
+      while (Clock::now() < end) {
+        const auto s = Clock::now();
+        const int status = client.exchange(requests[k++ % requests.size()], body);
+        lat[static_cast<size_t>(c)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+        if (status != 200) ++errors;
+      }
+      reply_bytes = body.size();
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  Figures f;
+  f.requests = all.size();
+  f.errors = errors;
+  f.reply_bytes = reply_bytes;
+  f.per_second = static_cast<double>(all.size()) / wall;
+  f.p50_ms = percentile(all, 0.50);
+  f.p99_ms = percentile(all, 0.99);
+  return f;
+}
+
+// fracpack's own time in the handler (mean since start, from /metrics).
+double handler_ms(uint16_t port, const char* verb) {
+  RawClient c(port);
+  std::string body;
+  c.exchange("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", body);
+  auto value = [&](const std::string& series) {
+    const size_t p = body.find(series);
+    return p == std::string::npos ? 0.0 : std::atof(body.c_str() + p + series.size() + 1);
+  };
+  const std::string label = std::string("{verb=\"") + verb + "\"}";
+  const double n = value("fracpack_http_request_duration_seconds_count" + label);
+  return n > 0 ? 1000.0 * value("fracpack_http_request_duration_seconds_sum" + label) / n : 0;
+}
+
+void print(const char* what, int nodes, const char* mode, int clients, size_t body_bytes, const Figures& f) {
+  std::printf("%-10s %6d %-6s %7d %10.1f %10.1f %9.3f %9.3f %10.0f %8zu %6zu\n", what, nodes, mode, clients,
+              static_cast<double>(body_bytes) / 1024.0, static_cast<double>(f.reply_bytes) / 1024.0, f.p50_ms, f.p99_ms,
+              f.per_second, f.requests, f.errors);
+  std::fflush(stdout);
+}
+
+config::Config bench_config() {
+  config::Config c;
+  c.listen = "127.0.0.1:0";
+  c.io_threads = 2;
+  c.limits.max_request_bytes = int64_t{256} << 20;
+  c.cluster.events = false;
+  c.workload.config_map = "";
+  return c;
+}
+
+void latency(int nodes, int clients, double seconds, bool full) {
+  fracpack::testing::Standalone s(cluster_objects(nodes, 42), bench_config());
+  std::string names = "[";
+  std::string items;
+  for (int i = 0; i < nodes; ++i) {
+    names += std::string(i ? "," : "") + "\"" + node_name(i) + "\"";
+    if (full) items += std::string(i ? "," : "") + node_json(i);
+  }
+  names += "]";
+  // Six pod shapes, each a fresh pod (its own UID) as kube-scheduler sends them.
+  std::vector<std::string> filter_names, prio_names, filter_full, prio_full;
+  for (int k = 0; k < 6; ++k) {
+    const std::string pod = pod_json("p-" + std::to_string(k), "uid-" + std::to_string(k), kShapes[k]);
+    const std::string by_name = "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names + "}";
+    filter_names.push_back(post("/filter", by_name));
+    prio_names.push_back(post("/prioritize", by_name));
+    if (full) {
+      const std::string by_object = "{\"Pod\":" + pod + ",\"Nodes\":{\"metadata\":{},\"items\":[" + items + "]},\"NodeNames\":null}";
+      filter_full.push_back(post("/filter", by_object));
+      prio_full.push_back(post("/prioritize", by_object));
+    }
+  }
+  const uint16_t port = s.daemon().port();
+  print("filter", nodes, "names", clients, filter_names[0].size(), load(port, filter_names, clients, seconds));
+  print("prioritize", nodes, "names", clients, prio_names[0].size(), load(port, prio_names, clients, seconds));
+  print("filter", nodes, "names", 1, filter_names[0].size(), load(port, filter_names, 1, seconds));
+  std::printf("  (names mode, mean time inside fracpack's handler: filter %.3f ms, prioritize %.3f ms)\n",
+              handler_ms(port, "filter"), handler_ms(port, "prioritize"));
+  if (full) {
+    const int c = std::min(clients, 2);
+    print("filter", nodes, "full", c, filter_full[0].size(), load(port, filter_full, c, seconds));
+    print("prioritize", nodes, "full", c, prio_full[0].size(), load(port, prio_full, c, seconds));
+  }
+}
+
+// A scheduling loop as kube-scheduler runs it: cycles one pod at a time
+// (filter, prioritize when >= 2 nodes pass, pick the best), binds handed to
+// a few binder threads so the next cycle starts at once.
+void end_to_end(int nodes, int pods) {
+  fracpack::testing::FakeApiServer api;
+  for (const auto& o : cluster_objects(nodes, 7)) {
+    if (o.find("\"nodeName\"") != std::string::npos) {
+      api.create("pods", o);
+    } else {
+      api.create("nodes", o);
+    }
+  }
+  std::vector<std::string> pending;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < pods; ++i) {
+    pending.push_back(api.create("pods", pod_json("job-" + std::to_string(i), "job-uid-" + std::to_string(i), kShapes[rng() % 5])));
+  }
+  config::Config c = bench_config();
+  server::DaemonOptions o;
+  o.config = c;
+  o.client = fracpack::testing::client_for(api);
+  server::Daemon daemon(o);
+  if (!daemon.start().ok() || !daemon.wait_serving(std::chrono::seconds(60))) {
+    std::fprintf(stderr, "daemon did not start\n");
+    std::exit(1);
+  }
+  const uint16_t port = daemon.port();
+  std::string names = "[";
+  for (int i = 0; i < nodes; ++i) names += std::string(i ? "," : "") + "\"" + node_name(i) + "\"";
+  names += "]";
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> binds;
+  bool done = false;
+  std::atomic<size_t> bound{0}, bind_errors{0};
+  std::vector<std::thread> binders;
+  for (int b = 0; b < 4; ++b) {
+    binders.emplace_back([&] {
+      RawClient client(port);
+      std::string body;
+      while (true) {
+        std::string req;
+        {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return done || !binds.empty(); });
+          if (binds.empty()) return;
+          req = std::move(binds.front());
+          binds.pop_front();
+        }
+        const int status = client.exchange(req, body);
+        if (status == 200 && body == "{\"Error\":\"\"}") {
+          ++bound;
+        } else {
+          ++bind_errors;
+        }
+      }
+    });
+  }
+  RawClient client(port);
+  std::string reply;
+  size_t unschedulable = 0, cycles = 0;
+  std::vector<double> cycle_ms;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < pods; ++i) {
+    const auto s = Clock::now();
+    const std::string& pod = pending[static_cast<size_t>(i)];
+    if (client.exchange(post("/filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names + "}"), reply) != 200) {
+      std::fprintf(stderr, "filter failed: %s\n", reply.c_str());
+      std::exit(1);
+    }
+    // The passing names: the NodeNames array of the reply.
+    const size_t a = reply.find("\"NodeNames\":[");
+    const size_t z = reply.find(']', a);
+    const std::string passing = reply.substr(a + 12, z - a - 11);
+    std::string node;
+    if (passing == "[]") {
+      ++unschedulable;
+    } else if (passing.find(',') == std::string::npos) {
+      node = passing.substr(2, passing.size() - 4);
+    } else {
+      client.exchange(post("/prioritize", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + passing + "}"), reply);
+      // The first host with score 10 (the best alone gets 10).
+      const size_t ten = reply.find("\"Score\":10}");
+      const size_t host = reply.rfind("{\"Host\":\"", ten);
+      node = reply.substr(host + 9, reply.find('"', host + 9) - host - 9);
+    }
+    if (!node.empty()) {
+      std::lock_guard lock(mu);
+      binds.push_back(post("/bind", "{\"PodName\":\"job-" + std::to_string(i) + "\",\"PodNamespace\":\"ml\",\"PodUID\":\"job-uid-" +
+                                        std::to_string(i) + "\",\"Node\":\"" + node + "\"}"));
+      cv.notify_one();
+    }
+    ++cycles;
+    cycle_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+  }
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : binders) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("end-to-end %d nodes x 8 cards, %d pending pods: %.2f s, %.0f pods/s (bound %zu, bind errors %zu, unschedulable %zu), "
+              "cycle p50 %.3f ms p99 %.3f ms\n",
+              nodes, pods, wall, static_cast<double>(pods) / wall, bound.load(), bind_errors.load(), unschedulable,
+              percentile(cycle_ms, 0.5), percentile(cycle_ms, 0.99));
+  const std::string diff = fracpack::testing::Cluster::wait_for(
+                               [&] { return fracpack::testing::compare_ledger(api, daemon.state()).empty(); }, std::chrono::seconds(30))
+                               ? ""
+                               : fracpack::testing::compare_ledger(api, daemon.state());
+  std::printf("ledger vs annotations after the run: %s\n", diff.empty() ? "equal" : diff.c_str());
+  daemon.drain(std::chrono::seconds(1));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 3;
+  int clients = 4, pods = 5000;
+  std::vector<int> sizes = {1000, 5000};
+  bool full = true, e2e = true, lat = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--seconds") seconds = std::atof(v), ++i;
+    else if (a == "--clients") clients = std::atoi(v), ++i;
+    else if (a == "--pods") pods = std::atoi(v), ++i;
+    else if (a == "--nodes") {
+      sizes.clear();
+      const std::string p = v;
+      size_t start = 0;
+      while (start <= p.size()) {
+        const size_t comma = p.find(',', start);
+        sizes.push_back(std::atoi(p.substr(start, comma - start).c_str()));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      ++i;
+    } else if (a == "--skip-full") full = false;
+    else if (a == "--only-e2e") lat = false;
+    else if (a == "--skip-e2e") e2e = false;
+    else {
+      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-e2e] [--only-e2e]\n");
+      return 2;
+    }
+  }
+  server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);
+  if (lat) {
+    std::printf("%-10s %6s %-6s %7s %10s %10s %9s %9s %10s %8s %6s\n", "verb", "nodes", "mode", "clients", "body KiB",
+                "reply KiB", "p50 ms", "p99 ms", "req/s", "requests", "errors");
+    for (int n : sizes) latency(n, clients, seconds, full);
+  }
+  if (e2e) end_to_end(1000, pods);
+  return 0;
+}

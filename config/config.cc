@@ -1,0 +1,339 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "scheduling/policy.h"
+#include "scheduling/quantity.h"
+
+namespace fracpack::config {
+namespace {
+
+// An error at a node: "<source>:<line>: <key>: <message>".
+struct Where {
+  const std::string& source;
+  std::string key;
+  int line;
+  Error error(const std::string& message) const {
+    return Error{source + ":" + std::to_string(line + 1) + ": " + key + ": " + message};
+  }
+};
+
+// A mapping whose keys are checked off as they are read; what is left at
+// the end is unknown.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string path, const std::string& source) : node_(node), path_(std::move(path)), source_(source) {}
+
+  Status check_is_map() const {
+    if (node_.IsNull() || node_.IsMap()) return Status::Ok();
+    return Where{source_, path_.empty() ? "(top level)" : path_, node_.Mark().line}.error("expected a mapping of keys");
+  }
+
+  // Calls read(value, where) when the key is present and not null.
+  Status field(const std::string& key, const std::function<Status(const YAML::Node&, const Where&)>& read) {
+    known_[key] = true;
+    if (!node_.IsMap()) return Status::Ok();
+    const YAML::Node& map = node_;  // const: reading never inserts
+    const YAML::Node v = map[key];
+    if (!v.IsDefined() || v.IsNull()) return Status::Ok();
+    return read(v, Where{source_, full(key), v.Mark().line});
+  }
+
+  Section sub(const std::string& key) {
+    known_[key] = true;
+    const YAML::Node& map = node_;
+    YAML::Node v = node_.IsMap() ? map[key] : YAML::Node();
+    return Section(v.IsDefined() ? v : YAML::Node(), full(key), source_);
+  }
+
+  Status finish() const {
+    if (!node_.IsMap()) return Status::Ok();
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string key = it->first.Scalar();
+      if (!known_.count(key)) {
+        std::string known;
+        for (const auto& [k, unused] : known_) known += (known.empty() ? "" : ", ") + k;
+        return Where{source_, full(key), it->first.Mark().line}.error("unknown key (known here: " + known + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string full(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  YAML::Node node_;
+  std::string path_;
+  const std::string& source_;
+  std::map<std::string, bool> known_;
+};
+
+Result<std::string> scalar(const YAML::Node& v, const Where& w, const char* what) {
+  if (!v.IsScalar()) return w.error(std::string("expected ") + what);
+  return v.Scalar();
+}
+
+auto string_field(std::string& out) {
+  return [&out](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "a string");
+    if (!s) return Error{s.message()};
+    out = *s;
+    return Status::Ok();
+  };
+}
+
+auto int_field(int64_t& out, int64_t min, int64_t max) {
+  return [&out, min, max](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "an integer");
+    if (!s) return Error{s.message()};
+    int64_t x = 0;
+    auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), x);
+    if (ec != std::errc() || p != s->data() + s->size()) return w.error("expected an integer, got \"" + *s + "\"");
+    if (x < min || x > max) return w.error(std::to_string(x) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    out = x;
+    return Status::Ok();
+  };
+}
+
+auto double_field(double& out, double min, double max) {
+  return [&out, min, max](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "a number");
+    if (!s) return Error{s.message()};
+    char* end = nullptr;
+    const double x = std::strtod(s->c_str(), &end);
+    if (s->empty() || end != s->c_str() + s->size() || !std::isfinite(x)) return w.error("expected a number, got \"" + *s + "\"");
+    if (x < min || x > max) {
+      std::ostringstream m;
+      m << *s << " is out of range [" << min << ", " << max << "]";
+      return w.error(m.str());
+    }
+    out = x;
+    return Status::Ok();
+  };
+}
+
+auto bool_field(bool& out) {
+  return [&out](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "true or false");
+    if (!s) return Error{s.message()};
+    if (*s == "true") {
+      out = true;
+    } else if (*s == "false") {
+      out = false;
+    } else {
+      return w.error("expected true or false, got \"" + *s + "\"");
+    }
+    return Status::Ok();
+  };
+}
+
+auto duration_field(milliseconds& out, milliseconds min, milliseconds max) {
+  return [&out, min, max](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "a duration like 10s");
+    if (!s) return Error{s.message()};
+    auto d = parse_duration(*s);
+    if (!d) return w.error(d.message());
+    if (*d < min || *d > max) {
+      return w.error(*s + " is out of range [" + std::to_string(min.count()) + " ms, " + std::to_string(max.count()) + " ms]");
+    }
+    out = *d;
+    return Status::Ok();
+  };
+}
+
+auto bytes_field(int64_t& out, int64_t min, int64_t max) {
+  return [&out, min, max](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "a size like 64Mi");
+    if (!s) return Error{s.message()};
+    auto q = Quantity::parse(*s);
+    if (!q) return w.error("expected a size like 64Mi or 1000000: " + q.message());
+    auto b = q->value();
+    if (!b || q->negative()) return w.error("\"" + *s + "\" is not a size in bytes");
+    if (*b < min || *b > max) return w.error(*s + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "] bytes");
+    out = *b;
+    return Status::Ok();
+  };
+}
+
+// Collects the first error of a sequence of reads.
+struct Errors {
+  Status first = Status::Ok();
+  void operator+=(Status s) {
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+};
+
+}  // namespace
+
+Result<milliseconds> parse_duration(std::string_view text) {
+  if (text.empty()) return Error{"expected a duration like 10s, got an empty string"};
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  if (text == "0") return milliseconds(0);
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+    if (start == i) return Error{"expected a duration like 10s or 1m30s, got " + quoted};
+    const std::string number(text.substr(start, i - start));
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (end != number.c_str() + number.size()) return Error{"expected a duration like 10s or 1m30s, got " + quoted};
+    start = i;
+    while (i < text.size() && !((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+    const std::string_view unit = text.substr(start, i - start);
+    double scale = 0;
+    if (unit == "ns") scale = 1e-6;
+    else if (unit == "us" || unit == "\u00b5s") scale = 1e-3;
+    else if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60'000;
+    else if (unit == "h") scale = 3'600'000;
+    else return Error{"unknown unit \"" + std::string(unit) + "\" in duration " + quoted + " (use ns, us, ms, s, m, h)"};
+    total_ms += value * scale;
+  }
+  if (total_ms > 1e12) return Error{"duration " + quoted + " is too long"};
+  return milliseconds(static_cast<int64_t>(std::llround(total_ms)));
+}
+
+Result<std::pair<std::string, uint16_t>> parse_listen(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return Error{"expected HOST:PORT or :PORT, got \"" + std::string(text) + "\""};
+  std::string host(text.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string_view port = text.substr(colon + 1);
+  unsigned p = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p > 65535) {
+    return Error{"bad port in \"" + std::string(text) + "\""};
+  }
+  return std::pair<std::string, uint16_t>{host, static_cast<uint16_t>(p)};
+}
+
+Status validate(const Config& c) {
+  if (auto l = parse_listen(c.listen); !l) return Error{"listen: " + l.message()};
+  if (c.url_prefix.empty() || c.url_prefix.front() != '/') return Error{"urlPrefix: must start with \"/\" (got \"" + c.url_prefix + "\")"};
+  if (c.tls.cert_file.empty() != c.tls.key_file.empty()) return Error{"tls: certFile and keyFile go together"};
+  if (!c.cluster.kubeconfig.empty() && !c.cluster.snapshot.empty()) {
+    return Error{"cluster: kubeconfig and snapshot exclude each other (a snapshot needs no API server)"};
+  }
+  const auto& known = scheduling::policy_names();
+  if (std::find(known.begin(), known.end(), c.policy.name) == known.end()) {
+    std::string list;
+    for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+    return Error{"policy.name: unknown policy \"" + c.policy.name + "\" (known: " + list + ")"};
+  }
+  if (!c.workload.config_map.empty() && c.workload.config_map.find('/') == std::string::npos) {
+    return Error{"workload.configMap: expected namespace/name, got \"" + c.workload.config_map + "\""};
+  }
+  if (c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" && c.log.level != "error") {
+    return Error{"log.level: expected debug, info, warn or error, got \"" + c.log.level + "\""};
+  }
+  if (c.log.format != "json" && c.log.format != "logfmt") return Error{"log.format: expected json or logfmt, got \"" + c.log.format + "\""};
+  return Status::Ok();
+}
+
+Result<Config> parse_config(std::string_view yaml, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Error{source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg};
+  }
+  Config c;
+  Errors err;
+  Section top(root, "", source);
+  err += top.check_is_map();
+  err += top.field("listen", string_field(c.listen));
+  err += top.field("urlPrefix", string_field(c.url_prefix));
+  err += top.field("ioThreads", int_field(c.io_threads, 1, 64));
+  err += top.field("bindWorkers", int_field(c.bind_workers, 1, 256));
+
+  Section tls = top.sub("tls");
+  err += tls.check_is_map();
+  err += tls.field("certFile", string_field(c.tls.cert_file));
+  err += tls.field("keyFile", string_field(c.tls.key_file));
+  err += tls.field("reloadInterval", duration_field(c.tls.reload_interval, milliseconds(0), std::chrono::hours(24)));
+  err += tls.finish();
+
+  Section limits = top.sub("limits");
+  err += limits.check_is_map();
+  err += limits.field("maxRequestBytes", bytes_field(c.limits.max_request_bytes, 1024, int64_t{1} << 32));
+  err += limits.field("maxConnections", int_field(c.limits.max_connections, 1, 1'000'000));
+  err += limits.field("headerTimeout", duration_field(c.limits.header_timeout, milliseconds(100), std::chrono::hours(1)));
+  err += limits.field("bodyTimeout", duration_field(c.limits.body_timeout, milliseconds(100), std::chrono::hours(1)));
+  err += limits.field("idleTimeout", duration_field(c.limits.idle_timeout, milliseconds(100), std::chrono::hours(24)));
+  err += limits.field("writeTimeout", duration_field(c.limits.write_timeout, milliseconds(100), std::chrono::hours(1)));
+  err += limits.finish();
+
+  Section cluster = top.sub("cluster");
+  err += cluster.check_is_map();
+  err += cluster.field("kubeconfig", string_field(c.cluster.kubeconfig));
+  err += cluster.field("snapshot", string_field(c.cluster.snapshot));
+  err += cluster.field("requestTimeout", duration_field(c.cluster.request_timeout, milliseconds(100), std::chrono::minutes(10)));
+  err += cluster.field("assumeTtl", duration_field(c.cluster.assume_ttl, milliseconds(100), std::chrono::hours(24)));
+  err += cluster.field("reconcileInterval", duration_field(c.cluster.reconcile_interval, milliseconds(100), std::chrono::hours(1)));
+  err += cluster.field("events", bool_field(c.cluster.events));
+  err += cluster.finish();
+
+  Section policy = top.sub("policy");
+  err += policy.check_is_map();
+  err += policy.field("name", string_field(c.policy.name));
+  err += policy.field("seed", int_field(c.policy.seed, 0, INT64_MAX));
+  err += policy.field("learn", bool_field(c.policy.learn));
+  err += policy.field("learnHalfLife", double_field(c.policy.learn_half_life, 1, 1e9));
+  err += policy.field("priorWeight", double_field(c.policy.prior_weight, 0, 1e9));
+  err += policy.field("checkNodeResources", bool_field(c.policy.check_node_resources));
+  err += policy.finish();
+
+  Section workload = top.sub("workload");
+  err += workload.check_is_map();
+  err += workload.field("configMap", string_field(c.workload.config_map));
+  err += workload.field("file", string_field(c.workload.file));
+  err += workload.finish();
+
+  Section log = top.sub("log");
+  err += log.check_is_map();
+  err += log.field("level", string_field(c.log.level));
+  err += log.field("format", string_field(c.log.format));
+  err += log.finish();
+
+  Section contract = top.sub("contract");
+  err += contract.check_is_map();
+  k8s::ContractNames& n = c.names;
+  const std::pair<const char*, std::string*> names[] = {
+      {"gpu", &n.gpu}, {"gpuMemory", &n.gpu_memory}, {"gpuMemoryPercent", &n.gpu_memory_percent}, {"gpuCores", &n.gpu_cores},
+      {"gpuModel", &n.model}, {"gpuUuid", &n.uuid}, {"gpuUuidExclude", &n.uuid_exclude}, {"numa", &n.numa},
+      {"gpuDevices", &n.devices}, {"gpuCordon", &n.cordon}, {"allocation", &n.allocation}, {"gpuIndices", &n.indices},
+      {"gfdCount", &n.gfd_count}, {"gfdMemory", &n.gfd_memory}, {"gfdProduct", &n.gfd_product}};
+  for (const auto& [key, target] : names) {
+    err += contract.field(key, [target](const YAML::Node& v, const Where& w) -> Status {
+      auto s = scalar(v, w, "a resource or annotation name");
+      if (!s) return Error{s.message()};
+      if (s->empty() || s->find_first_of(" \t\"") != std::string::npos) return w.error("\"" + *s + "\" is not a valid name");
+      *target = *s;
+      return Status::Ok();
+    });
+  }
+  err += contract.finish();
+  err += top.finish();
+  if (!err.first.ok()) return Error{err.first.message()};
+  if (Status s = validate(c); !s.ok()) return Error{source + ": " + s.message()};
+  return c;
+}
+
+Result<Config> load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read the configuration " + path};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path);
+}
+
+}  // namespace fracpack::config

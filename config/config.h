@@ -1,0 +1,88 @@
+// fracpack's configuration: one YAML file (config/fracpack.yaml documents
+// every key), overridden by command-line flags. Reading is strict: an
+// unknown key, a wrong type or an out-of-range value is an error naming the
+// key and its line, never ignored.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "k8s/contract.h"
+#include "scheduling/result.h"
+
+namespace fracpack::config {
+
+using std::chrono::milliseconds;
+
+struct TlsConfig {
+  std::string cert_file;  // both set: the extender port speaks TLS
+  std::string key_file;
+  milliseconds reload_interval{10000};  // how often the files are checked for a new certificate
+};
+
+struct LimitsConfig {
+  int64_t max_request_bytes = 64 << 20;
+  int64_t max_connections = 1024;
+  milliseconds header_timeout{10000};
+  milliseconds body_timeout{30000};
+  milliseconds idle_timeout{120000};
+  milliseconds write_timeout{30000};
+};
+
+struct ClusterConfig {
+  std::string kubeconfig;  // "" and no snapshot: in-cluster
+  std::string snapshot;    // a cluster snapshot file: no API server
+  milliseconds request_timeout{10000};
+  milliseconds assume_ttl{30000};
+  milliseconds reconcile_interval{10000};
+  bool events = true;
+};
+
+struct PolicyConfig {
+  std::string name = "fracpack";
+  int64_t seed = 42;
+  bool learn = true;
+  double learn_half_life = 2000;
+  double prior_weight = 2000;
+  bool check_node_resources = true;  // also check CPU and memory, as NodeResourcesFit does
+};
+
+struct WorkloadConfig {
+  std::string config_map = "fracpack-system/fracpack-target-workload";  // namespace/name; "" = none
+  std::string file;                                                 // a workload JSON file
+};
+
+struct LogConfig {
+  std::string level = "info";   // debug, info, warn, error
+  std::string format = "json";  // json, logfmt
+};
+
+struct Config {
+  std::string listen = "0.0.0.0:8888";
+  std::string url_prefix = "/";  // the verbs are served under it: <prefix>filter, ...
+  int64_t io_threads = 2;
+  int64_t bind_workers = 4;
+  TlsConfig tls;
+  LimitsConfig limits;
+  ClusterConfig cluster;
+  PolicyConfig policy;
+  WorkloadConfig workload;
+  LogConfig log;
+  k8s::ContractNames names;  // "contract:" in the file
+};
+
+// Parses YAML text; `source` names it in errors ("fracpack.yaml").
+Result<Config> parse_config(std::string_view yaml, const std::string& source);
+Result<Config> load_config(const std::string& path);
+
+// Checks what a parse cannot (relations between keys); parse_config calls it.
+Status validate(const Config& c);
+
+// "10s", "1m30s", "250ms", "1.5h" (Go's time.ParseDuration, non-negative).
+Result<milliseconds> parse_duration(std::string_view text);
+// "HOST:PORT", ":PORT", "[::1]:PORT" -> host ("" = any) and port.
+Result<std::pair<std::string, uint16_t>> parse_listen(std::string_view text);
+
+}  // namespace fracpack::config

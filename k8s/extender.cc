@@ -1,0 +1,464 @@
+#include "k8s/extender.h"
+
+#include <deque>
+#include <optional>
+
+#include "k8s/contract.h"
+#include "k8s/json.h"
+#include "k8s/json_stream.h"
+
+namespace fracpack::k8s {
+namespace {
+
+namespace od = json::od;
+
+// Go's encoding/json matches keys without regard to ASCII case.
+bool same_key(std::string_view key, std::string_view want) {
+  if (key.size() != want.size()) return false;
+  for (size_t i = 0; i < key.size(); ++i) {
+    char a = key[i], b = want[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (b >= 'A' && b <= 'Z') b = static_cast<char>(b - 'A' + 'a');
+    if (a != b) return false;
+  }
+  return true;
+}
+
+// Which of several spellings of a key set a field: an exact match is never
+// overridden by a case-insensitive one.
+struct KeyMatch {
+  bool set = false;
+  bool exact = false;
+  // True when this occurrence of the key should be taken.
+  bool take(std::string_view key, std::string_view want) {
+    if (!same_key(key, want)) return false;
+    const bool is_exact = key == want;
+    if (set && exact && !is_exact) return false;
+    set = true;
+    exact = is_exact;
+    return true;
+  }
+};
+
+bool is_null(od::value& v, Status& status, std::string_view path) {
+  od::json_type t;
+  if (auto e = v.type().get(t)) {
+    status = json::syntax_error(e, path);
+    return false;
+  }
+  if (t != od::json_type::null) return false;
+  json::consume_null(v);
+  return true;
+}
+
+Status decode_pod_value(od::value v, std::string_view path, const Selection& sel, std::optional<Pod>& out) {
+  Status st = Status::Ok();
+  if (is_null(v, st, path)) {
+    out.reset();
+    return Status::Ok();
+  }
+  if (!st.ok()) return st;
+  od::object obj;
+  if (v.get_object().get(obj)) return json::type_error(path, "a Pod object");
+  Pod pod;
+  if (Status s = json::decode_pod(obj, sel, pod); !s.ok()) return with_context(std::string(path), Error{s.message()});
+  out = std::move(pod);
+  return Status::Ok();
+}
+
+// JSON string escapes (the text between the quotes); false if malformed.
+bool unescape_json(std::string_view in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= in.size()) return false;
+    switch (in[i]) {
+      case '"': out.push_back('"'); break;
+      case '\\': out.push_back('\\'); break;
+      case '/': out.push_back('/'); break;
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case 'u': {
+        auto hex4 = [&](size_t at, uint32_t& v) {
+          if (at + 4 > in.size()) return false;
+          v = 0;
+          for (size_t k = at; k < at + 4; ++k) {
+            const char h = in[k];
+            v <<= 4;
+            if (h >= '0' && h <= '9') v |= static_cast<uint32_t>(h - '0');
+            else if (h >= 'a' && h <= 'f') v |= static_cast<uint32_t>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') v |= static_cast<uint32_t>(h - 'A' + 10);
+            else return false;
+          }
+          return true;
+        };
+        uint32_t cp = 0;
+        if (!hex4(i + 1, cp)) return false;
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          uint32_t lo = 0;
+          if (i + 2 >= in.size() || in[i + 1] != '\\' || in[i + 2] != 'u' || !hex4(i + 3, lo) || lo < 0xDC00 || lo > 0xDFFF) return false;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          i += 6;
+        }
+        if (cp < 0x80) {
+          out.push_back(static_cast<char>(cp));
+        } else if (cp < 0x800) {
+          out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+          out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else if (cp < 0x10000) {
+          out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+          out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+          out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else {
+          out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+          out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+          out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+          out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        }
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+// A list of strings as views into `body` (no copies: 5 000 node names are
+// 5 000 allocations otherwise); a string with escapes is decoded into
+// `storage`. `base` is where the parsed text starts (body's own buffer or a
+// padded copy of it).
+Status decode_name_list(od::value v, std::string_view path, std::optional<std::vector<std::string_view>>& out,
+                        std::deque<std::string>& storage, std::string_view body, const char* base) {
+  Status st = Status::Ok();
+  if (is_null(v, st, path)) {
+    out.reset();
+    return Status::Ok();
+  }
+  if (!st.ok()) return st;
+  std::vector<std::string_view> names;
+  Status s = json::for_each_element(v, path, [&](od::value el, size_t i) -> Status {
+    od::raw_json_string raw;
+    if (el.get_raw_json_string().get(raw)) return json::type_error(std::string(path) + "[" + std::to_string(i) + "]", "a string");
+    const char* p = raw.raw();  // just past the opening quote
+    const char* q = p;
+    bool escaped = false;
+    while (*q != '"') {  // the document is valid JSON: the closing quote exists
+      if (*q == '\\') {
+        escaped = true;
+        ++q;
+      }
+      ++q;
+    }
+    const std::string_view text = body.substr(static_cast<size_t>(p - base), static_cast<size_t>(q - p));
+    if (!escaped) {
+      names.push_back(text);
+      return Status::Ok();
+    }
+    std::string decoded;
+    if (!unescape_json(text, decoded)) {
+      return json::type_error(std::string(path) + "[" + std::to_string(i) + "]", "a valid JSON string");
+    }
+    names.push_back(storage.emplace_back(std::move(decoded)));
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  out = std::move(names);
+  return Status::Ok();
+}
+
+std::string get_plain_string(od::value v, std::string_view path, Status& st) {
+  std::string s;
+  st = json::get_string(v, path, s);
+  return s;
+}
+
+// Parses `body` with this thread's parser, giving fn(root, base) where
+// `base` is the start of the parsed copy (to map positions back to `body`).
+// A parser that grew for a very large body gives its memory back.
+template <class Fn>
+Status with_body(std::string_view body, size_t capacity, Fn fn) {
+  simdjson::ondemand::parser& parser = json::thread_parser();
+  Status result = Status::Ok();
+  {
+    // The caller's buffer when it has simdjson's padding (no copy of a
+    // 40 MB NodeList), else a padded copy.
+    std::optional<simdjson::padded_string> copy;
+    simdjson::padded_string_view padded;
+    if (capacity >= body.size() + simdjson::SIMDJSON_PADDING) {
+      padded = simdjson::padded_string_view(body.data(), body.size(), capacity);
+    } else {
+      copy.emplace(body);
+      padded = simdjson::padded_string_view(*copy);
+    }
+    od::document doc;
+    if (auto e = parser.iterate(padded).get(doc)) return json::syntax_error(e, "the request body");
+    od::value root;
+    if (auto e = doc.get_value().get(root)) return json::syntax_error(e, "the request body");
+    result = fn(root, padded.data());
+    if (result.ok() && !doc.current_location().error()) result = Error{"invalid JSON: trailing content after the value"};
+  }
+  constexpr size_t kKeep = 16 << 20;
+  if (parser.capacity() > kKeep) parser = simdjson::ondemand::parser{};
+  return result;
+}
+
+
+}  // namespace
+
+Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity) {
+  ExtenderArgs args;
+  KeyMatch pod_key, nodes_key, names_key;
+  Status s = with_body(body, capacity, [&](od::value root, const char* base) -> Status {
+    Status st = Status::Ok();
+    if (is_null(root, st, "ExtenderArgs")) return Status::Ok();
+    if (!st.ok()) return st;
+    return json::for_each_field(root, "ExtenderArgs", [&](std::string_view key, od::value v) -> Status {
+      if (pod_key.take(key, "Pod")) return decode_pod_value(v, "Pod", selection, args.pod);
+      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args.node_names, args.storage, body, base);
+      if (!nodes_key.take(key, "Nodes")) return Status::Ok();
+      Status nst = Status::Ok();
+      if (is_null(v, nst, "Nodes")) {
+        args.nodes.reset();
+        return Status::Ok();
+      }
+      if (!nst.ok()) return nst;
+      std::vector<ExtenderNode> nodes;
+      nst = json::for_each_field(v, "Nodes", [&](std::string_view k, od::value items) -> Status {
+        if (k != "items") return Status::Ok();
+        return json::for_each_element(items, "Nodes.items", [&](od::value item, size_t i) -> Status {
+          const std::string where = "Nodes.items[" + std::to_string(i) + "]";
+          const char* start = nullptr;
+          if (item.current_location().get(start)) return json::type_error(where, "a Node object");
+          od::object obj;
+          if (item.get_object().get(obj)) return json::type_error(where, "a Node object");
+          ExtenderNode n;
+          if (Status ds = json::decode_node(obj, selection, n.node); !ds.ok()) return with_context(where, Error{ds.message()});
+          // The object's text in the caller's body, to answer with it unmodified.
+          const size_t offset = static_cast<size_t>(start - base);
+          JsonScanner scanner;
+          scanner.step(body[offset]);
+          const size_t length = 1 + scanner.skip_to_depth(body.substr(offset + 1), 0);
+          n.json = body.substr(offset, length);
+          nodes.push_back(std::move(n));
+          return Status::Ok();
+        });
+      });
+      if (!nst.ok()) return nst;
+      args.nodes = std::move(nodes);
+      return Status::Ok();
+    });
+  });
+  if (!s.ok()) return Error{s.message()};
+  return args;
+}
+
+FilterReplyWriter::FilterReplyWriter(bool full_nodes, size_t expected) : full_nodes_(full_nodes) {
+  passed_.reserve(expected * 24 + 16);
+}
+
+void FilterReplyWriter::pass(std::string_view name_or_object) {
+  if (passes_++ > 0) passed_.push_back(',');
+  if (full_nodes_) {
+    passed_ += name_or_object;
+  } else {
+    append_json_string(passed_, name_or_object);
+  }
+}
+
+void FilterReplyWriter::fail(std::string_view node, std::string_view reason, bool unresolvable) {
+  std::string& out = unresolvable ? unresolvable_ : failed_;
+  if (!out.empty()) out.push_back(',');
+  append_json_string(out, node);
+  out.push_back(':');
+  append_json_string(out, reason);
+}
+
+std::string FilterReplyWriter::finish(std::string_view error, bool no_nodes) {
+  std::string out;
+  out.reserve(passed_.size() + failed_.size() + unresolvable_.size() + 128);
+  out += "{\"Nodes\":";
+  if (full_nodes_ && !no_nodes) {
+    out += "{\"metadata\":{},\"items\":[";
+    out += passed_;
+    out += "]}";
+  } else {
+    out += "null";
+  }
+  out += ",\"NodeNames\":";
+  if (!full_nodes_ && !no_nodes) {
+    out.push_back('[');
+    out += passed_;
+    out.push_back(']');
+  } else {
+    out += "null";
+  }
+  out += ",\"FailedNodes\":{";
+  out += failed_;
+  out += "},\"FailedAndUnresolvableNodes\":{";
+  out += unresolvable_;
+  out += "},\"Error\":";
+  append_json_string(out, error);
+  out.push_back('}');
+  return out;
+}
+
+std::string format_filter_result(const FilterResult& r) {
+  // Go marshals NodeNames and Nodes independently; fracpack answers in the
+  // mode it was asked in, so at most one is set.
+  FilterReplyWriter w(r.nodes.has_value(), r.node_names ? r.node_names->size() : 0);
+  if (r.nodes) {
+    for (const auto& n : *r.nodes) w.pass(n);
+  } else if (r.node_names) {
+    for (const auto& n : *r.node_names) w.pass(n);
+  }
+  for (const auto& [k, v] : r.failed) w.fail(k, v, false);
+  for (const auto& [k, v] : r.failed_unresolvable) w.fail(k, v, true);
+  return w.finish(r.error, !r.nodes && !r.node_names);
+}
+
+std::string format_host_priorities(const std::vector<HostPriority>& list) {
+  std::string out = "[";
+  out.reserve(list.size() * 32 + 2);
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i) out.push_back(',');
+    out += "{\"Host\":";
+    append_json_string(out, list[i].host);
+    out += ",\"Score\":" + std::to_string(list[i].score) + "}";
+  }
+  out.push_back(']');
+  return out;
+}
+
+Result<BindingArgs> parse_binding_args(std::string_view body) {
+  BindingArgs args;
+  KeyMatch name_key, ns_key, uid_key, node_key;
+  Status s = with_body(body, 0, [&](od::value root, const char*) -> Status {
+    return json::for_each_field(root, "ExtenderBindingArgs", [&](std::string_view key, od::value v) -> Status {
+      Status st = Status::Ok();
+      if (name_key.take(key, "PodName")) args.pod_name = get_plain_string(v, "PodName", st);
+      else if (ns_key.take(key, "PodNamespace")) args.pod_namespace = get_plain_string(v, "PodNamespace", st);
+      else if (uid_key.take(key, "PodUID")) args.pod_uid = get_plain_string(v, "PodUID", st);
+      else if (node_key.take(key, "Node")) args.node = get_plain_string(v, "Node", st);
+      return st;
+    });
+  });
+  if (!s.ok()) return Error{s.message()};
+  if (args.pod_name.empty()) return Error{"ExtenderBindingArgs: PodName is empty"};
+  if (args.node.empty()) return Error{"ExtenderBindingArgs: Node is empty"};
+  return args;
+}
+
+std::string format_binding_result(std::string_view error) {
+  std::string out = "{\"Error\":";
+  append_json_string(out, error);
+  out.push_back('}');
+  return out;
+}
+
+Result<PreemptionArgs> parse_preemption_args(std::string_view body, const Selection& selection) {
+  PreemptionArgs args;
+  KeyMatch pod_key, full_key, meta_key;
+  bool saw_meta = false, saw_full = false;
+  std::map<std::string, std::vector<std::string>> full, meta;
+  std::map<std::string, int64_t> full_pdb, meta_pdb;
+  // Victims per node: {"Pods":[...],"NumPDBViolations":n}; a pod is either a
+  // MetaPod {"UID":...} or a full Pod whose metadata.uid counts.
+  auto decode_victims = [&](od::value v, std::string_view path, bool is_meta, std::map<std::string, std::vector<std::string>>& out,
+                            std::map<std::string, int64_t>& pdb) -> Status {
+    return json::for_each_field(v, path, [&](std::string_view node, od::value victims) -> Status {
+      const std::string where = std::string(path) + "." + std::string(node);
+      std::vector<std::string>& uids = out[std::string(node)];
+      KeyMatch pods_key, pdb_key;
+      return json::for_each_field(victims, where, [&](std::string_view k, od::value x) -> Status {
+        if (pdb_key.take(k, "NumPDBViolations")) {
+          Status st = Status::Ok();
+          if (is_null(x, st, where)) return Status::Ok();
+          int64_t n = 0;
+          if (x.get_int64().get(n)) return json::type_error(where + ".NumPDBViolations", "an integer");
+          pdb[std::string(node)] = n;
+          return Status::Ok();
+        }
+        if (!pods_key.take(k, "Pods")) return Status::Ok();
+        return json::for_each_element(x, where + ".Pods", [&](od::value pod, size_t i) -> Status {
+          const std::string pw = where + ".Pods[" + std::to_string(i) + "]";
+          std::string uid;
+          Status ps = json::for_each_field(pod, pw, [&](std::string_view pk, od::value pv) -> Status {
+            if (is_meta) {
+              if (!same_key(pk, "UID")) return Status::Ok();
+              return json::get_string(pv, pw + ".UID", uid);
+            }
+            if (pk != "metadata") return Status::Ok();
+            return json::for_each_field(pv, pw + ".metadata", [&](std::string_view mk, od::value mv) -> Status {
+              if (mk != "uid") return Status::Ok();
+              return json::get_string(mv, pw + ".metadata.uid", uid);
+            });
+          });
+          if (!ps.ok()) return ps;
+          if (uid.empty()) return Error{pw + ": a victim without a UID"};
+          uids.push_back(std::move(uid));
+          return Status::Ok();
+        });
+      });
+    });
+  };
+  Status s = with_body(body, 0, [&](od::value root, const char*) -> Status {
+    return json::for_each_field(root, "ExtenderPreemptionArgs", [&](std::string_view key, od::value v) -> Status {
+      if (pod_key.take(key, "Pod")) return decode_pod_value(v, "Pod", selection, args.pod);
+      Status st = Status::Ok();
+      if (meta_key.take(key, "NodeNameToMetaVictims")) {
+        if (is_null(v, st, "NodeNameToMetaVictims")) return Status::Ok();
+        if (!st.ok()) return st;
+        saw_meta = true;
+        meta.clear();
+        return decode_victims(v, "NodeNameToMetaVictims", true, meta, meta_pdb);
+      }
+      if (full_key.take(key, "NodeNameToVictims")) {
+        if (is_null(v, st, "NodeNameToVictims")) return Status::Ok();
+        if (!st.ok()) return st;
+        saw_full = true;
+        full.clear();
+        return decode_victims(v, "NodeNameToVictims", false, full, full_pdb);
+      }
+      return Status::Ok();
+    });
+  });
+  if (!s.ok()) return Error{s.message()};
+  // The scheduler fills one of the two (nodeCacheCapable picks which).
+  args.meta = saw_meta || !saw_full;
+  args.victims = args.meta ? std::move(meta) : std::move(full);
+  args.pdb_violations = args.meta ? std::move(meta_pdb) : std::move(full_pdb);
+  return args;
+}
+
+std::string format_preemption_result(const std::map<std::string, MetaVictims>& victims) {
+  std::string out = "{\"NodeNameToMetaVictims\":{";
+  bool first = true;
+  for (const auto& [node, v] : victims) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, node);
+    out += ":{\"Pods\":[";
+    for (size_t i = 0; i < v.uids.size(); ++i) {
+      if (i) out.push_back(',');
+      out += "{\"UID\":";
+      append_json_string(out, v.uids[i]);
+      out.push_back('}');
+    }
+    out += "],\"NumPDBViolations\":" + std::to_string(v.pdb_violations) + "}";
+  }
+  out += "}}";
+  return out;
+}
+
+std::string format_error(std::string_view message) { return format_binding_result(message); }
+
+}  // namespace fracpack::k8s

@@ -1,0 +1,106 @@
+// fracpack serve: the extender kube-scheduler calls (see server/daemon.h).
+#include <signal.h>
+
+#include <iostream>
+
+#include "config/config.h"
+#include "server/cmd/args.h"
+#include "server/cmd/commands.h"
+#include "server/daemon.h"
+#include "server/log.h"
+
+namespace fracpack::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: fracpack serve [options]
+
+Runs the kube-scheduler extender: POST <prefix>filter, prioritize, bind and
+preempt; GET /healthz, /readyz, /metrics, /version, /debug/ledger and
+/debug/snapshot. State comes from the API server (in-cluster credentials by
+default, or --kubeconfig) or, standalone, from a snapshot file (binds then
+change the in-memory state only). SIGTERM or SIGINT drain gracefully.
+
+Flags override the configuration file (config/fracpack.yaml documents every key).
+
+options:
+  --config FILE        the YAML configuration
+  --listen ADDR:PORT   listen address (config: listen; default 0.0.0.0:8888)
+  --url-prefix PATH    the verbs' prefix (config: urlPrefix; default /)
+  --kubeconfig FILE    API server access from a kubeconfig (default: in-cluster)
+  --snapshot FILE      standalone: a cluster snapshot (kubectl get nodes,pods -A -o json)
+  --policy NAME        placement policy (config: policy.name; default fracpack)
+  --tls-cert FILE      serve TLS with this certificate chain (PEM) ...
+  --tls-key FILE       ... and this private key (PEM); both reloaded when they change
+  --log-level LEVEL    debug, info, warn, error (default info)
+  --log-format FORMAT  json or logfmt (default json)
+  --check-config       validate the configuration and flags, then exit (0 valid, 1 not)
+)";
+
+}  // namespace
+
+int cmd_serve(const std::vector<std::string>& argv) {
+  auto args = Args::parse(argv,
+                          {"config", "listen", "url-prefix", "kubeconfig", "snapshot", "policy", "tls-cert", "tls-key",
+                           "log-level", "log-format"},
+                          {"check-config", "help"});
+  if (!args) return usage_error(args.message());
+  if (args->has("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (!args->positional().empty()) return usage_error("serve takes no positional arguments (see --help)");
+  config::Config c;
+  if (auto file = args->get("config")) {
+    auto loaded = config::load_config(*file);
+    if (!loaded) return fail(loaded.message());
+    c = std::move(*loaded);
+  }
+  if (auto v = args->get("listen")) c.listen = *v;
+  if (auto v = args->get("url-prefix")) c.url_prefix = *v;
+  if (auto v = args->get("kubeconfig")) {
+    c.cluster.kubeconfig = *v;
+    c.cluster.snapshot.clear();
+  }
+  if (auto v = args->get("snapshot")) {
+    if (args->has("kubeconfig")) return usage_error("--snapshot and --kubeconfig exclude each other");
+    c.cluster.snapshot = *v;
+    c.cluster.kubeconfig.clear();
+  }
+  if (auto v = args->get("policy")) c.policy.name = *v;
+  if (auto v = args->get("tls-cert")) c.tls.cert_file = *v;
+  if (auto v = args->get("tls-key")) c.tls.key_file = *v;
+  if (auto v = args->get("log-level")) c.log.level = *v;
+  if (auto v = args->get("log-format")) c.log.format = *v;
+  if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
+  if (args->has("check-config")) {
+    std::cout << "configuration ok\n";
+    return 0;
+  }
+  server::LogLevel level = server::LogLevel::kInfo;
+  server::LogFormat format = server::LogFormat::kJson;
+  server::parse_log_level(c.log.level, &level);  // validate() accepted them
+  server::parse_log_format(c.log.format, &format);
+  server::configure_log(level, format);
+
+  // Every thread inherits the blocked signals; this one waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  server::DaemonOptions options;
+  options.config = c;
+  options.version = FRACPACK_VERSION_STRING;
+  server::Daemon daemon(std::move(options));
+  if (auto s = daemon.start(); !s.ok()) return fail(s.message());
+  int sig = 0;
+  sigwait(&signals, &sig);
+  server::log_info("draining", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  daemon.drain(std::chrono::seconds(10));
+  server::log_info("stopped");
+  return 0;
+}
+
+}  // namespace fracpack::cli

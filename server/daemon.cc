@@ -1,0 +1,326 @@
+#include "server/daemon.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/auth.h"
+#include "k8s/binder.h"
+#include "k8s/contract.h"
+#include "k8s/extender.h"
+#include "k8s/snapshot.h"
+#include "scheduling/policy.h"
+#include "server/api_binder.h"
+#include "server/log.h"
+
+namespace fracpack::server {
+namespace {
+
+Result<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read " + path};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error{"cannot read " + path};
+  return ss.str();
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "fracpack";
+  return buf;
+}
+
+HttpResponse starting(int status, const std::string& why) { return HttpResponse{status, k8s::format_error(why)}; }
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
+  mode_ = options_.config.cluster.snapshot.empty() ? "kubernetes" : "snapshot";
+  k8s::SyncOptions so;
+  so.names = options_.config.names;
+  so.assume_ttl = options_.config.cluster.assume_ttl;
+  state_ = std::make_unique<k8s::ClusterState>(so);
+}
+
+Daemon::~Daemon() { drain(std::chrono::milliseconds(0)); }
+
+uint16_t Daemon::port() const { return http_ ? http_->port() : 0; }
+
+bool Daemon::wait_serving(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return serving_cv_.wait_for(lock, timeout, [&] { return serving() || !startup_error_.empty(); }) && serving();
+}
+
+Status Daemon::start() {
+  const config::Config& c = options_.config;
+  auto listen = config::parse_listen(c.listen);
+  if (!listen) return Error{"listen: " + listen.message()};
+  HttpOptions ho;
+  ho.address = listen->first.empty() ? "0.0.0.0" : listen->first;
+  ho.port = listen->second;
+  ho.threads = static_cast<int>(c.io_threads);
+  ho.max_body_bytes = static_cast<size_t>(c.limits.max_request_bytes);
+  ho.max_connections = static_cast<size_t>(c.limits.max_connections);
+  ho.header_timeout = c.limits.header_timeout;
+  ho.body_timeout = c.limits.body_timeout;
+  ho.idle_timeout = c.limits.idle_timeout;
+  ho.write_timeout = c.limits.write_timeout;
+  ho.cert_file = c.tls.cert_file;
+  ho.key_file = c.tls.key_file;
+  ho.tls_reload = c.tls.reload_interval;
+
+  if (mode_ == "snapshot") {
+    // Standalone: the state is the snapshot's; binds stay in memory.
+    auto text = slurp(c.cluster.snapshot);
+    if (!text) return Error{"snapshot: " + text.message()};
+    auto read = k8s::read_snapshot(*text, c.names);
+    if (!read) return Error{"snapshot " + c.cluster.snapshot + ": " + read.message()};
+    for (const auto& p : read->problems) log_warn("snapshot object skipped", {{"object", p.object}, {"reason", p.message}});
+    k8s::pad(*text);
+    auto list = k8s::parse_list(*text, state_->selection());
+    if (!list) return Error{"snapshot " + c.cluster.snapshot + ": " + list.message()};
+    state_->load_snapshot(*list);
+    binder_ = std::make_unique<StateBinder>(*state_);
+    std::string source = "the snapshot's ConfigMap";
+    std::shared_ptr<const scheduling::ShapeCounts> workload;
+    if (!c.workload.file.empty()) {
+      auto w = slurp(c.workload.file);
+      if (!w) return Error{"workload.file: " + w.message()};
+      auto parsed = k8s::parse_workload(*w);
+      if (!parsed) return Error{"workload.file " + c.workload.file + ": " + parsed.message()};
+      workload = std::make_shared<scheduling::ShapeCounts>(std::move(*parsed));
+      source = c.workload.file;
+    } else if (read->workload) {
+      workload = std::make_shared<scheduling::ShapeCounts>(*read->workload);
+    } else {
+      workload = std::make_shared<scheduling::ShapeCounts>(read->shapes);
+      source = "the snapshot's pods";
+    }
+    if (auto s = build_service(workload, source); !s.ok()) return s;
+    log_info("snapshot loaded", {{"file", c.cluster.snapshot},
+                                 {"nodes", std::to_string(read->nodes.size())},
+                                 {"bound_pods", std::to_string(read->bound.size())},
+                                 {"pending_pods", std::to_string(read->pending.size())}});
+  } else {
+    if (options_.client) {
+      client_ = *options_.client;
+    } else {
+      auto cc = c.cluster.kubeconfig.empty() ? k8s::in_cluster_config() : k8s::kubeconfig_config(c.cluster.kubeconfig);
+      if (!cc) {
+        return Error{(c.cluster.kubeconfig.empty() ? std::string("in-cluster credentials: ") : "kubeconfig " + c.cluster.kubeconfig + ": ") +
+                     cc.message() + " (give --kubeconfig, or --snapshot for the standalone mode)"};
+      }
+      client_ = *cc;
+    }
+    client_->request_timeout = c.cluster.request_timeout;
+    if (c.cluster.events) {
+      k8s::EventOptions eo;
+      eo.instance = hostname();
+      events_ = std::make_unique<k8s::EventRecorder>(*client_, eo);
+    }
+    binder_ = std::make_unique<ApiBinder>(*client_, static_cast<int>(c.bind_workers), events_.get());
+    k8s::InformerOptions pods;
+    pods.resource = "/api/v1/pods";
+    // Finished pods hold nothing; the reflector never sees them.
+    pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    k8s::InformerOptions nodes;
+    nodes.resource = "/api/v1/nodes";
+    if (options_.tune_informer) {
+      options_.tune_informer(pods);
+      options_.tune_informer(nodes);
+    }
+    pod_informer_ = std::make_unique<k8s::Informer>(*client_, pods, state_->pod_sink());
+    node_informer_ = std::make_unique<k8s::Informer>(*client_, nodes, state_->node_sink());
+  }
+
+  http_ = std::make_unique<HttpServer>(ho, [this](HttpRequest&& r, Reply reply) { handle(std::move(r), std::move(reply)); });
+  if (auto s = http_->start(); !s.ok()) return s;
+  log_info("listening", {{"address", ho.address + ":" + std::to_string(http_->port())},
+                         {"tls", ho.cert_file.empty() ? "off" : "on"},
+                         {"mode", mode_},
+                         {"url_prefix", c.url_prefix}});
+  if (mode_ == "kubernetes") {
+    pod_thread_ = std::jthread([this](std::stop_token st) { pod_informer_->run(st); });
+    node_thread_ = std::jthread([this](std::stop_token st) { node_informer_->run(st); });
+    if (events_) events_thread_ = std::jthread([this](std::stop_token st) { events_->run(st); });
+    control_thread_ = std::jthread([this](std::stop_token st) { control(st); });
+  }
+  return Status::Ok();
+}
+
+Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> workload, const std::string& workload_source) {
+  const config::PolicyConfig& pc = options_.config.policy;
+  scheduling::PolicyOptions po;
+  po.workload = workload;
+  po.seed = static_cast<uint64_t>(pc.seed);
+  po.learn = pc.learn;
+  po.learn_half_life = pc.learn_half_life;
+  po.prior_weight = pc.prior_weight;
+  auto policy = scheduling::make_policy(pc.name, po);
+  if (!policy) {
+    std::lock_guard lock(mu_);
+    startup_error_ = "policy: " + policy.message();
+    serving_cv_.notify_all();
+    return Error{startup_error_};
+  }
+  policy_ = std::move(*policy);
+  scheduling::FitOptions fo;
+  fo.check_node_resources = pc.check_node_resources;
+  evaluator_ = std::make_unique<scheduling::Evaluator>(*policy_, fo);
+  ServiceOptions so;
+  so.url_prefix = options_.config.url_prefix;
+  so.version = options_.version;
+  so.mode = mode_;
+  so.workload = workload;
+  if (mode_ == "kubernetes") so.sources = [this] { return sources(); };
+  service_owner_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, so);
+  {
+    std::lock_guard lock(mu_);
+    service_.store(service_owner_.get(), std::memory_order_release);
+    serving_cv_.notify_all();
+  }
+  log_info("serving", {{"policy", pc.name},
+                       {"workload", workload_source},
+                       {"workload_shapes", std::to_string(workload ? workload->counts().size() : 0)}});
+  return Status::Ok();
+}
+
+std::vector<SourceHealth> Daemon::sources() const {
+  std::vector<SourceHealth> out;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [name, inf] : {std::pair{"pods", pod_informer_.get()}, std::pair{"nodes", node_informer_.get()}}) {
+    if (inf == nullptr) continue;
+    const k8s::InformerStats s = inf->stats();
+    SourceHealth h;
+    h.resource = name;
+    h.synced = s.synced;
+    h.lists = s.lists;
+    h.relists = s.relists;
+    h.watches = s.watches;
+    h.events = s.events;
+    h.errors = s.errors;
+    h.resource_version = s.resource_version;
+    if (s.last_event != std::chrono::steady_clock::time_point{}) {
+      h.last_event_age_seconds = std::chrono::duration<double>(now - s.last_event).count();
+    }
+    h.last_error = s.last_error;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::shared_ptr<const scheduling::ShapeCounts> Daemon::cluster_workload(std::string* source) {
+  const config::WorkloadConfig& wc = options_.config.workload;
+  if (!wc.file.empty()) {
+    auto text = slurp(wc.file);
+    if (text) {
+      if (auto w = k8s::parse_workload(*text)) {
+        *source = wc.file;
+        return std::make_shared<scheduling::ShapeCounts>(std::move(*w));
+      } else {
+        log_warn("workload file unreadable; using the cluster's pods", {{"file", wc.file}, {"error", w.message()}});
+      }
+    } else {
+      log_warn("workload file unreadable; using the cluster's pods", {{"file", wc.file}, {"error", text.message()}});
+    }
+  } else if (!wc.config_map.empty()) {
+    const size_t slash = wc.config_map.find('/');
+    const std::string ns = slash == std::string::npos ? "default" : wc.config_map.substr(0, slash);
+    const std::string name = slash == std::string::npos ? wc.config_map : wc.config_map.substr(slash + 1);
+    k8s::ApiClient client(*client_);
+    auto r = client.request("GET", "/api/v1/namespaces/" + ns + "/configmaps/" + name);
+    if (r && r->status == 200) {
+      try {
+        const auto doc = nlohmann::json::parse(r->body);
+        const auto& data = doc.at("data");
+        auto w = k8s::parse_workload(data.at(k8s::kWorkloadKey).get<std::string>());
+        if (w) {
+          *source = "ConfigMap " + wc.config_map;
+          return std::make_shared<scheduling::ShapeCounts>(std::move(*w));
+        }
+        log_warn("workload ConfigMap unreadable; using the cluster's pods", {{"configmap", wc.config_map}, {"error", w.message()}});
+      } catch (const std::exception& e) {
+        log_warn("workload ConfigMap unreadable; using the cluster's pods",
+                 {{"configmap", wc.config_map}, {"error", std::string("no data.") + k8s::kWorkloadKey + ": " + e.what()}});
+      }
+    } else if (r && r->status != 404) {
+      log_warn("workload ConfigMap not readable; using the cluster's pods",
+               {{"configmap", wc.config_map}, {"status", std::to_string(r->status)}});
+    } else if (!r) {
+      log_warn("workload ConfigMap not readable; using the cluster's pods", {{"configmap", wc.config_map}, {"error", r.message()}});
+    }
+  }
+  *source = "the cluster's pods";
+  return std::make_shared<scheduling::ShapeCounts>(state_->observed_shapes());
+}
+
+void Daemon::control(std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  auto sleep_for = [&](std::chrono::milliseconds d) {
+    std::unique_lock lock(m);
+    cv.wait_for(lock, stop, d, [] { return false; });
+  };
+  while (!stop.stop_requested() && !state_->ready()) sleep_for(std::chrono::milliseconds(20));
+  if (stop.stop_requested()) return;
+  std::string source;
+  auto workload = cluster_workload(&source);
+  if (auto s = build_service(workload, source); !s.ok()) {
+    log_error("cannot serve", {{"error", s.message()}});
+    return;
+  }
+  // The reconciler: assumptions the informer has not confirmed within an
+  // interval are checked against the API server; the TTL is the backstop.
+  k8s::ApiClient client(*client_);
+  const auto interval = options_.config.cluster.reconcile_interval;
+  while (!stop.stop_requested()) {
+    sleep_for(interval);
+    if (stop.stop_requested()) break;
+    const size_t released = k8s::reconcile_assumptions(client, *state_, interval);
+    const size_t expired = state_->expire(scheduling::Clock::now());
+    if (released + expired > 0) {
+      log_warn("reservations released", {{"reconciled", std::to_string(released)}, {"expired", std::to_string(expired)}});
+    }
+  }
+}
+
+void Daemon::handle(HttpRequest&& request, Reply reply) {
+  if (ExtenderService* s = service_.load(std::memory_order_acquire)) return s->handle(std::move(request), std::move(reply));
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  if (path == "/healthz") return reply(HttpResponse{200, "ok\n", "text/plain"});
+  std::string why;
+  {
+    std::lock_guard lock(mu_);
+    why = startup_error_;
+  }
+  if (why.empty()) {
+    why = "fracpack is starting: waiting for the initial lists of pods and nodes";
+    for (const auto& h : sources()) {
+      if (!h.synced) why += "; " + h.resource + (h.last_error.empty() ? ": listing" : ": " + h.last_error);
+    }
+  }
+  reply(starting(503, why));
+}
+
+void Daemon::drain(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(mu_);
+    if (drained_) return;
+    drained_ = true;
+  }
+  if (http_) http_->drain(grace);
+  for (std::jthread* t : {&control_thread_, &pod_thread_, &node_thread_, &events_thread_}) {
+    if (t->joinable()) {
+      t->request_stop();
+      t->join();
+    }
+  }
+  binder_.reset();  // pending binds fail ("shutting down") and release their reservations
+  if (http_) http_->stop();
+}
+
+}  // namespace fracpack::server

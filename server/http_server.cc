@@ -1,0 +1,492 @@
+#include "server/http_server.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <boost/asio/read.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace fracpack::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+
+constexpr size_t kHeaderLimit = 16 << 10;
+constexpr size_t kDirectBodyBytes = 256 << 10;  // bodies this large bypass the HTTP parser (see on_header)
+constexpr size_t kBodyPadding = 64;             // simdjson reads up to 64 bytes past the end
+
+std::string describe(const error_code& ec) { return ec.message(); }
+
+// Modification time of a file, 0 if it cannot be read.
+int64_t mtime_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+Result<std::shared_ptr<ssl::context>> make_tls_context(const std::string& cert, const std::string& key) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  error_code ec;
+  ctx->use_certificate_chain_file(cert, ec);
+  if (ec) return Error{"TLS certificate " + cert + ": " + describe(ec)};
+  ctx->use_private_key_file(key, ssl::context::pem, ec);
+  if (ec) return Error{"TLS key " + key + ": " + describe(ec)};
+  return ctx;
+}
+
+}  // namespace
+
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  // From any thread: closes the connection unless a request is being
+  // received or handled (drain and stop).
+  virtual void close_when_idle(bool even_if_busy) = 0;
+};
+
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
+  Impl(HttpOptions o, Handler h) : options(std::move(o)), handler(std::move(h)) {}
+
+  // Declared before the io_context: sessions destroyed with it still count.
+  HttpOptions options;
+  Handler handler;
+  std::atomic<uint64_t> connections{0}, refused{0}, requests{0}, bad_requests{0}, timeouts{0}, tls_failures{0},
+      tls_reloads{0};
+  std::atomic<int64_t> open_connections{0}, in_flight{0};
+  std::atomic<bool> draining{false};
+  std::mutex mu;  // guards stopped, sessions, tls
+  bool stopped = false;
+  std::list<std::weak_ptr<SessionBase>> sessions;
+  std::shared_ptr<ssl::context> tls;
+  int64_t cert_mtime = 0, key_mtime = 0;
+
+  asio::io_context ioc;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  tcp::acceptor acceptor{ioc};
+  asio::steady_timer reload_timer{ioc};
+  std::vector<std::thread> threads;
+
+  bool tls_enabled() const { return !options.cert_file.empty(); }
+  std::shared_ptr<ssl::context> tls_context() {
+    std::lock_guard lock(mu);
+    return tls;
+  }
+
+  void accept();
+  void on_accept(error_code ec, tcp::socket socket);
+  void schedule_reload();
+  void reload_tls();
+  std::list<std::weak_ptr<SessionBase>>::iterator add_session(std::weak_ptr<SessionBase> s) {
+    std::lock_guard lock(mu);
+    sessions.push_front(std::move(s));
+    return sessions.begin();
+  }
+  void remove_session(std::list<std::weak_ptr<SessionBase>>::iterator it) {
+    std::lock_guard lock(mu);
+    sessions.erase(it);
+  }
+  void close_sessions(bool even_if_busy) {
+    std::vector<std::shared_ptr<SessionBase>> live;
+    {
+      std::lock_guard lock(mu);
+      for (auto& w : sessions) {
+        if (auto s = w.lock()) live.push_back(std::move(s));
+      }
+    }
+    for (auto& s : live) s->close_when_idle(even_if_busy);
+  }
+};
+
+namespace {
+
+template <class Stream>
+class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  // `tls` (with TLS): the context the stream uses, kept alive by the session
+  // however often the certificate is reloaded meanwhile.
+  Session(std::shared_ptr<HttpServer::Impl> server, tcp::socket socket, std::string remote, std::shared_ptr<ssl::context> tls)
+      : server_(std::move(server)), tls_(std::move(tls)), stream_(make_stream(std::move(socket), tls_)), remote_(std::move(remote)) {
+    ++server_->open_connections;
+  }
+  ~Session() override {
+    --server_->open_connections;
+    server_->remove_session(registration_);
+  }
+
+  void start() {
+    registration_ = server_->add_session(this->weak_from_this());
+    if constexpr (kTls) {
+      lowest().expires_after(server_->options.header_timeout);
+      stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](error_code ec) {
+        if (ec) {
+          ++self->server_->tls_failures;
+          return;
+        }
+        self->read_header();
+      });
+    } else {
+      read_header();
+    }
+  }
+
+  void close_when_idle(bool even_if_busy) override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this(), even_if_busy] {
+      if (self->idle_ || even_if_busy) {
+        self->closing_ = true;
+        error_code ignored;
+        self->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+        self->lowest().close();
+      }
+    });
+  }
+
+ private:
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  static Stream make_stream(tcp::socket socket, const std::shared_ptr<ssl::context>& tls) {
+    if constexpr (kTls) {
+      return Stream(beast::tcp_stream(std::move(socket)), *tls);
+    } else {
+      (void)tls;
+      return Stream(std::move(socket));
+    }
+  }
+
+  void read_header() {
+    if (closing_ || server_->draining) return close();
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(server_->options.max_body_bytes);
+    idle_ = true;
+    // The first request's headers must come within the header timeout; on a
+    // kept-alive connection, waiting for the next request and receiving its
+    // headers share the idle timeout.
+    lowest().expires_after(first_ ? server_->options.header_timeout : server_->options.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = this->shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  void on_header(error_code ec) {
+    idle_ = false;
+    first_ = false;
+    if (ec) return on_read_error(ec);
+    lowest().expires_after(server_->options.body_timeout);
+    const auto length = parser_->content_length();
+    if (length && *length >= kDirectBodyBytes && !parser_->chunked()) {
+      // A large body (a full NodeList is tens of MB) is read straight into
+      // its final buffer in as few reads as the socket allows, with room for
+      // the JSON parser's padding, rather than through the parser 64 KiB at
+      // a time.
+      const size_t n = static_cast<size_t>(*length);
+      direct_body_.clear();
+      direct_body_.reserve(n + kBodyPadding);
+      const size_t have = std::min(buffer_.size(), n);
+      direct_body_.append(static_cast<const char*>(buffer_.data().data()), have);
+      buffer_.consume(have);
+      direct_body_.resize(n);
+      asio::async_read(stream_, asio::buffer(direct_body_.data() + have, n - have),
+                       [self = this->shared_from_this()](error_code e, size_t) { self->on_direct_body(e); });
+      return;
+    }
+    http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](error_code e, size_t) { self->on_body(e); });
+  }
+
+  void on_direct_body(error_code ec) {
+    if (ec) {
+      if (ec == asio::error::eof) return close();  // the client gave up mid-body
+      return on_read_error(ec);
+    }
+    parser_->get().body() = std::move(direct_body_);
+    direct_body_ = std::string();
+    on_body(ec);
+  }
+
+  void on_read_error(const error_code& ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted || closing_) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      ++server_->timeouts;
+      return close();
+    }
+    ++server_->bad_requests;
+    if (ec == http::error::body_limit) {
+      return reply_and_close(413, "request body exceeds " + std::to_string(server_->options.max_body_bytes) + " bytes");
+    }
+    if (ec == http::error::header_limit) return reply_and_close(431, "request headers exceed 16 KiB");
+    return reply_and_close(400, "malformed HTTP request: " + ec.message());
+  }
+
+  void on_body(error_code ec) {
+    if (ec) return on_read_error(ec);
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    req.content_type = std::string(msg[http::field::content_type]);
+    req.body = std::move(msg.body());
+    req.remote = remote_;
+    version_ = msg.version();
+    parser_.reset();
+    ++server_->requests;
+    ++server_->in_flight;
+    lowest().expires_never();  // the handler may take its time (bind waits for the API server)
+    server_->handler(std::move(req), make_reply());
+  }
+
+  // A Reply that answers on this session's strand, once; if every copy is
+  // dropped unanswered, the client still gets a 500.
+  Reply make_reply() {
+    struct State {
+      std::shared_ptr<Session> session;
+      std::atomic<bool> done{false};
+      ~State() {
+        if (!done.exchange(true)) deliver(session, HttpResponse{500, R"({"Error":"the request was dropped unanswered"})"});
+      }
+      static void deliver(const std::shared_ptr<Session>& s, HttpResponse r) {
+        --s->server_->in_flight;
+        {
+          std::lock_guard lock(s->server_->mu);
+          if (s->server_->stopped) return;  // nobody runs the io_context any more
+        }
+        asio::post(s->stream_.get_executor(), [s, r = std::move(r)]() mutable { s->write(std::move(r)); });
+      }
+    };
+    auto state = std::make_shared<State>();
+    state->session = this->shared_from_this();
+    return [state](HttpResponse r) {
+      if (!state->done.exchange(true)) State::deliver(state->session, std::move(r));
+    };
+  }
+
+  void reply_and_close(int status, const std::string& message) {
+    keep_alive_ = false;
+    std::string body = "{\"Error\":\"";
+    for (char c : message) {
+      if (c == '"' || c == '\\') body.push_back('\\');
+      if (static_cast<unsigned char>(c) >= 0x20) body.push_back(c);
+    }
+    body += "\"}";
+    write(HttpResponse{status, std::move(body)});
+  }
+
+  void write(HttpResponse r) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
+    res->set(http::field::server, "fracpack");
+    res->set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res->set(k, v);
+    res->keep_alive(keep_alive_ && !server_->draining && !closing_);
+    res->body() = std::move(r.body);
+    res->prepare_payload();
+    lowest().expires_after(server_->options.write_timeout);
+    http::async_write(stream_, *res, [self = this->shared_from_this(), res](error_code ec, size_t) {
+      if (ec) return self->close();
+      if (!res->keep_alive()) return self->close();
+      self->read_header();
+    });
+  }
+
+  void close() {
+    closing_ = true;
+    if constexpr (kTls) {
+      lowest().expires_after(std::chrono::seconds(2));
+      stream_.async_shutdown([self = this->shared_from_this()](error_code) { self->lowest().close(); });
+    } else {
+      error_code ignored;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      lowest().close();
+    }
+  }
+
+  std::shared_ptr<HttpServer::Impl> server_;
+  std::shared_ptr<ssl::context> tls_;  // before stream_, which refers to it
+  Stream stream_;
+  std::string remote_;
+  beast::flat_buffer buffer_;
+  std::string direct_body_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::list<std::weak_ptr<SessionBase>>::iterator registration_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool first_ = true;
+  bool idle_ = false;
+  bool closing_ = false;
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(ioc),
+                        [self = shared_from_this()](error_code ec, tcp::socket socket) { self->on_accept(ec, std::move(socket)); });
+}
+
+void HttpServer::Impl::on_accept(error_code ec, tcp::socket socket) {
+  if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+  if (!ec) {
+    ++connections;
+    if (open_connections.load() >= static_cast<int64_t>(options.max_connections)) {
+      ++refused;
+      error_code ignored;
+      socket.close(ignored);
+    } else {
+      error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);  // no Nagle delay between headers and body
+      std::string remote;
+      auto ep = socket.remote_endpoint(ignored);
+      if (!ignored) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+      if (tls_enabled()) {
+        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(shared_from_this(), std::move(socket), std::move(remote),
+                                                                         tls_context())
+            ->start();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(shared_from_this(), std::move(socket), std::move(remote), nullptr)->start();
+      }
+    }
+  }
+  if (!draining) accept();
+}
+
+void HttpServer::Impl::schedule_reload() {
+  reload_timer.expires_after(options.tls_reload);
+  reload_timer.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec) return;
+    self->reload_tls();
+    self->schedule_reload();
+  });
+}
+
+void HttpServer::Impl::reload_tls() {
+  const int64_t c = mtime_of(options.cert_file), k = mtime_of(options.key_file);
+  {
+    std::lock_guard lock(mu);
+    if (c == cert_mtime && k == key_mtime) return;
+  }
+  auto ctx = make_tls_context(options.cert_file, options.key_file);
+  if (!ctx) return;  // a half-written pair: keep serving the old one, try again later
+  std::lock_guard lock(mu);
+  tls = *ctx;
+  cert_mtime = c;
+  key_mtime = k;
+  ++tls_reloads;
+}
+
+HttpServer::HttpServer(HttpOptions options, Handler handler)
+    : impl_(std::make_shared<Impl>(std::move(options), std::move(handler))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::start() {
+  Impl& m = *impl_;
+  if (m.tls_enabled()) {
+    if (m.options.key_file.empty()) return Error{"TLS needs both a certificate and a key file"};
+    auto ctx = make_tls_context(m.options.cert_file, m.options.key_file);
+    if (!ctx) return Error{ctx.message()};
+    m.tls = *ctx;
+    m.cert_mtime = mtime_of(m.options.cert_file);
+    m.key_mtime = mtime_of(m.options.key_file);
+  }
+  error_code ec;
+  const auto address = asio::ip::make_address(m.options.address, ec);
+  if (ec) return Error{"listen address \"" + m.options.address + "\": " + ec.message()};
+  const tcp::endpoint endpoint(address, m.options.port);
+  const std::string where = m.options.address + ":" + std::to_string(m.options.port);
+  m.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) m.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) m.acceptor.bind(endpoint, ec);
+  if (!ec) m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Error{"cannot listen on " + where + ": " + ec.message()};
+  m.work.emplace(m.ioc.get_executor());
+  m.accept();
+  if (m.tls_enabled() && m.options.tls_reload.count() > 0) m.schedule_reload();
+  const int n = std::max(1, m.options.threads);
+  for (int i = 0; i < n; ++i) m.threads.emplace_back([&m] { m.ioc.run(); });
+  return Status::Ok();
+}
+
+uint16_t HttpServer::port() const {
+  error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+void HttpServer::drain(std::chrono::milliseconds grace) {
+  Impl& m = *impl_;
+  if (m.threads.empty()) return;
+  m.draining = true;
+  asio::post(m.ioc, [&m] {
+    error_code ignored;
+    m.acceptor.close(ignored);
+  });
+  m.close_sessions(false);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline && (m.in_flight.load() > 0 || m.open_connections.load() > 0)) {
+    m.close_sessions(false);  // connections that went idle since
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop();
+}
+
+void HttpServer::stop() {
+  Impl& m = *impl_;
+  if (m.threads.empty()) return;
+  {
+    std::lock_guard lock(m.mu);
+    m.stopped = true;
+  }
+  m.draining = true;
+  asio::post(m.ioc, [&m] {
+    error_code ignored;
+    m.acceptor.close(ignored);
+    m.reload_timer.cancel();
+  });
+  m.close_sessions(true);
+  m.work.reset();
+  // Let the sessions wind down (their operations fail at once), then stop.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!m.ioc.stopped() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  m.ioc.stop();
+  for (auto& t : m.threads) t.join();
+  m.threads.clear();
+}
+
+HttpCounters HttpServer::counters() const {
+  const Impl& m = *impl_;
+  HttpCounters c;
+  c.connections = m.connections;
+  c.refused = m.refused;
+  c.requests = m.requests;
+  c.bad_requests = m.bad_requests;
+  c.timeouts = m.timeouts;
+  c.tls_failures = m.tls_failures;
+  c.tls_reloads = m.tls_reloads;
+  c.open_connections = m.open_connections;
+  c.in_flight = m.in_flight;
+  return c;
+}
+
+}  // namespace fracpack::server

@@ -1,0 +1,104 @@
+// The HTTP/1.1 server kube-scheduler talks to (Boost.Beast, after its
+// advanced async server example): one session object per connection,
+// living as long as its pending operation, on its own strand; several io
+// threads; keep-alive; optional TLS with the certificate reloaded when its
+// files change.
+//
+// Limits protect the process from its clients: a request body larger than
+// the limit gets 413, headers larger than 16 KiB 431, a malformed request
+// 400, and a client that sends its headers or body too slowly, or stays
+// idle between requests, is disconnected (slow clients hold a socket and a
+// few kilobytes, never a thread). TCP_NODELAY on every connection.
+//
+// Handlers run on an io thread and answer through a Reply, at once or later
+// from any thread (the bind path waits for the API server elsewhere).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scheduling/result.h"
+
+namespace fracpack::server {
+
+struct HttpRequest {
+  std::string method;  // "POST"
+  std::string target;  // "/scheduler/filter?x=1"
+  std::string body;
+  std::string content_type;
+  std::string remote;  // "10.0.0.1:41234"
+};
+
+struct HttpResponse {
+  HttpResponse() = default;
+  HttpResponse(int status_, std::string body_, std::string content_type_ = "application/json")
+      : status(status_), body(std::move(body_)), content_type(std::move(content_type_)) {}
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+using Reply = std::function<void(HttpResponse)>;
+using Handler = std::function<void(HttpRequest&&, Reply)>;
+
+struct HttpOptions {
+  std::string address = "0.0.0.0";
+  uint16_t port = 8888;  // 0: any free port (tests)
+  int threads = 2;
+  size_t max_body_bytes = 64 << 20;
+  size_t max_connections = 1024;
+  std::chrono::milliseconds header_timeout{10000};  // the whole header, from its first byte
+  std::chrono::milliseconds body_timeout{30000};    // the whole body
+  std::chrono::milliseconds idle_timeout{120000};   // between requests on a kept-alive connection
+  std::chrono::milliseconds write_timeout{30000};
+  // TLS: both set -> every connection is TLS. The files are re-read when
+  // their modification time changes (checked every tls_reload).
+  std::string cert_file;
+  std::string key_file;
+  std::chrono::milliseconds tls_reload{10000};
+};
+
+struct HttpCounters {
+  uint64_t connections = 0;       // accepted
+  uint64_t refused = 0;           // over max_connections
+  uint64_t requests = 0;
+  uint64_t bad_requests = 0;      // 400/413/431 answered by the server itself
+  uint64_t timeouts = 0;          // connections closed for slowness or idleness
+  uint64_t tls_failures = 0;      // handshakes that failed
+  uint64_t tls_reloads = 0;       // certificate changes picked up
+  int64_t open_connections = 0;
+  int64_t in_flight = 0;          // requests handed to the handler, not yet answered
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the io threads. Errors name the address or
+  // the certificate file.
+  Status start();
+  uint16_t port() const;
+  // Graceful: stops accepting, lets in-flight requests finish (up to
+  // `grace`), closes idle keep-alive connections, then stops.
+  void drain(std::chrono::milliseconds grace);
+  // Immediate.
+  void stop();
+
+  HttpCounters counters() const;
+
+  struct Impl;  // (the sessions reach it too)
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace fracpack::server

@@ -1,0 +1,36 @@
+// Structured logs on stderr: one line per record, JSON lines or logfmt.
+// Records carry a level, a message and key/value fields; values are always
+// strings (quoted and escaped as the format needs). Never give a token or
+// key material to a field.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fracpack::server {
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+enum class LogFormat { kJson, kLogfmt };
+
+using LogField = std::pair<std::string_view, std::string>;
+
+// Process-wide settings (set once at startup, before threads).
+void configure_log(LogLevel level, LogFormat format);
+bool parse_log_level(std::string_view text, LogLevel* out);
+bool parse_log_format(std::string_view text, LogFormat* out);
+bool log_enabled(LogLevel level);
+
+// Formats one record (no trailing newline); exposed for tests.
+std::string format_log(LogFormat format, std::string_view time, LogLevel level, std::string_view message,
+                       const std::vector<LogField>& fields);
+
+// Writes one record (a single write(2), so lines of several threads never interleave).
+void log(LogLevel level, std::string_view message, std::vector<LogField> fields = {});
+inline void log_info(std::string_view message, std::vector<LogField> fields = {}) { log(LogLevel::kInfo, message, std::move(fields)); }
+inline void log_warn(std::string_view message, std::vector<LogField> fields = {}) { log(LogLevel::kWarn, message, std::move(fields)); }
+inline void log_error(std::string_view message, std::vector<LogField> fields = {}) { log(LogLevel::kError, message, std::move(fields)); }
+
+}  // namespace fracpack::server

@@ -1,0 +1,264 @@
+// The extender verbs over HTTP, as kube-scheduler's HTTPExtender calls them
+// (through the test scheduler driver), against `fracpack serve --snapshot`
+// state or the fake API server.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "k8s/contract.h"
+#include "k8s/snapshot.h"
+#include "test/server/server_fixture.h"
+
+namespace fracpack::testing {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<CandidateNode> names(std::initializer_list<const char*> ns) {
+  std::vector<CandidateNode> out;
+  for (const char* n : ns) out.push_back({n, ""});
+  return out;
+}
+
+// Two T4 nodes (2 cards each, 16 GiB) and one A100-looking node.
+std::vector<std::string> small_cluster() {
+  json a100 = json::parse(node_object("n-a100", 1, 81920));
+  a100["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100-SXM4-80GB";
+  return {node_object("n1", 2), node_object("n2", 2), a100.dump()};
+}
+
+TEST(ExtenderFilter, NamesModeKeepsFittingNodesAndGivesEveryRejectionAReason) {
+  auto objects = small_cluster();
+  // n1 card 0 and 1 are 80 % taken.
+  objects.push_back(gpu_pod("busy-0", "u-busy-0", 80, 0, 1, {}, 0, "n1"));
+  objects.push_back(gpu_pod("busy-1", "u-busy-1", 80, 0, 1, {}, 0, "n1"));
+  Standalone s(objects);
+  // Bound pods in a snapshot carry their allocation record; without one they
+  // are inferred fail-closed. Use a model constraint to get an unresolvable node.
+  const std::string pod = gpu_pod("p", "u-p", 50, 0, 1, {{"fracpack.io/gpu-model", "Tesla-T4"}});
+  auto f = s.driver().filter(0, pod, names({"n1", "n2", "n-a100", "ghost"}));
+  ASSERT_TRUE(f) << f.message();
+  EXPECT_EQ(f->nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(f->failed.count("n1"), 1u) << "n1's cards are taken";
+  EXPECT_EQ(f->unresolvable.count("n-a100"), 1u) << "wrong model can never fit";
+  ASSERT_EQ(f->failed.count("ghost") + f->unresolvable.count("ghost"), 1u);
+  const std::string ghost = f->failed.count("ghost") ? f->failed["ghost"] : f->unresolvable["ghost"];
+  EXPECT_NE(ghost.find("not"), std::string::npos) << ghost;
+  for (const auto& [n, why] : f->failed) EXPECT_FALSE(why.empty()) << n;
+  for (const auto& [n, why] : f->unresolvable) EXPECT_FALSE(why.empty()) << n;
+}
+
+TEST(ExtenderFilter, FullNodesModeTakesCardsFromTheObjectsAndAnswersWithNodes) {
+  Standalone s(small_cluster());
+  ExtenderConfig e;
+  e.url_prefix = s.url() + "/";
+  e.node_cache_capable = false;
+  auto d = SchedulerDriver::create({e});
+  ASSERT_TRUE(d);
+  // n9 is unknown to fracpack: its Node object describes 1 card of 16 GiB.
+  std::vector<CandidateNode> nodes = {{"n1", node_object("n1", 2)}, {"n9", node_object("n9", 1)}, {"n-a100", ""}};
+  json a100 = json::parse(node_object("n-a100", 1, 81920));
+  a100["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100-SXM4-80GB";
+  nodes[2].json = a100.dump();
+  const std::string pod = gpu_pod("p", "u-p", 50, 20000);  // 20 000 MiB: only the A100 has room
+  auto r = (*d)->post(0, "filter", extender_args_json(pod, nodes, false));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json reply = json::parse(r->body);
+  ASSERT_TRUE(reply["NodeNames"].is_null()) << "full-object mode answers with Nodes";
+  ASSERT_EQ(reply["Nodes"]["items"].size(), 1u) << r->body;
+  EXPECT_EQ(reply["Nodes"]["items"][0], a100) << "passed nodes are returned unmodified";
+  EXPECT_TRUE(reply["FailedAndUnresolvableNodes"].contains("n9")) << r->body;
+  EXPECT_TRUE(reply["FailedAndUnresolvableNodes"].contains("n1")) << r->body;
+  auto f = (*d)->filter(0, pod, nodes);
+  ASSERT_TRUE(f) << f.message();
+  EXPECT_EQ(f->nodes, std::vector<std::string>{"n-a100"});
+}
+
+TEST(ExtenderFilter, PodsWithoutFracpackResourcesPassUntouched) {
+  Standalone s(small_cluster());
+  auto f = s.driver().filter(0, cpu_pod("web", "u-web"), names({"n1", "ghost", "n2"}));
+  ASSERT_TRUE(f) << f.message();
+  EXPECT_EQ(f->nodes, (std::vector<std::string>{"n1", "ghost", "n2"}));
+  EXPECT_TRUE(f->failed.empty());
+}
+
+TEST(ExtenderFilter, NullFieldsEmptyListsAndOneNominatedNode) {
+  Standalone s(small_cluster());
+  const std::string pod = gpu_pod("p", "u-p", 50);
+  // Empty list: 200, an empty list back (every node filtered out, none to judge).
+  auto r = s.driver().post(0, "filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":[]}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["NodeNames"], json::array());
+  // Both null: nothing to filter; no error.
+  r = s.driver().post(0, "filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":null}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["Error"], "");
+  // Keys in another case and null maps (Go decodes case-insensitively).
+  r = s.driver().post(0, "filter", "{\"pod\":" + pod + ",\"nodes\":null,\"nodenames\":[\"n1\"]}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["NodeNames"], json::array({"n1"})) << r->body;
+  // A nominated node: a one-node filter, and the cycle uses it without prioritize.
+  CycleResult c = s.driver().schedule(pod, names({"n2"}));
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.node, "n2");
+  EXPECT_FALSE(c.prioritized);
+}
+
+TEST(ExtenderPrioritize, OnlyThePoliciesBestNodeGetsTenAndBindAgreesWithIt) {
+  auto objects = small_cluster();
+  objects.push_back(gpu_pod("half", "u-half", 50, 0, 1, {}, 0, "n2"));
+  objects[objects.size() - 1] = [&] {
+    json p = json::parse(objects.back());
+    scheduling::Allocation a;
+    a.node = "n2";
+    a.containers.push_back({"main", false, {scheduling::CardShare{0, "", 0, 500}}});
+    p["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
+    return p.dump();
+  }();
+  // The workload (the snapshot's pods, no ConfigMap) also has whole-card
+  // pods, so a half card on an empty card fragments it.
+  objects.push_back(gpu_pod("whole", "u-whole", 0, 0, 1));
+  objects.push_back(gpu_pod("p", "u-p", 50));
+  Standalone s(objects);
+  const std::string pod = objects.back();
+  auto scores = s.driver().prioritize(0, pod, names({"n1", "n2", "n-a100"}));
+  ASSERT_TRUE(scores) << scores.message();
+  int tens = 0;
+  std::string best;
+  for (const auto& [n, sc] : *scores) {
+    EXPECT_GE(sc, 0);
+    EXPECT_LE(sc, 10);
+    if (sc == 10) {
+      ++tens;
+      best = n;
+    }
+  }
+  EXPECT_EQ(tens, 1) << "the best node alone gets 10\n" << http_get(s.url(), "/debug/ledger").body;
+  EXPECT_EQ(best, "n2") << "a half card packs beside the other half";
+  CycleResult c = s.driver().schedule(pod, names({"n1", "n2", "n-a100"}));
+  ASSERT_EQ(c.node, "n2") << c.error;
+  ASSERT_TRUE(s.driver().bind("default", "p", "u-p", "n2").ok());
+  auto placed = s.state().pod("u-p");
+  ASSERT_TRUE(placed);
+  EXPECT_EQ(placed->node_name, "n2");
+  auto a = k8s::parse_allocation(*k8s::find(placed->meta.annotations, "fracpack.io/allocation"));
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->containers.size(), 1u);
+  EXPECT_EQ(a->containers[0].cards[0].index, 0) << "bind takes the card prioritize scored: beside the other half";
+}
+
+TEST(ExtenderBind, RetriedBindIsIdempotentAndUnknownPodsFailWithAMessage) {
+  auto objects = small_cluster();
+  objects.push_back(gpu_pod("p", "u-p", 30));
+  Standalone s(objects);
+  ASSERT_TRUE(s.driver().bind("default", "p", "u-p", "n1").ok());
+  ASSERT_TRUE(s.driver().bind("default", "p", "u-p", "n1").ok()) << "a retried bind (lost answer) succeeds";
+  const int64_t used = s.state().read([](const scheduling::Ledger& l) {
+    int64_t sum = 0;
+    for (const auto& u : l.node("n1")->use()) sum += u.cores;
+    return sum;
+  });
+  EXPECT_EQ(used, 300) << "charged once";
+  Status again = s.driver().bind("default", "p", "u-p", "n2");
+  EXPECT_FALSE(again.ok()) << "already assigned elsewhere";
+  Status unknown = s.driver().bind("default", "nobody", "u-nobody", "n1");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.message().find("not known"), std::string::npos) << unknown.message();
+}
+
+TEST(ExtenderBind, ConcurrentBindsNeverTakeTheSameCapacity) {
+  // One card; 16 pods of 40 % bound at once to the same node: exactly two fit.
+  std::vector<std::string> objects = {node_object("solo", 1)};
+  for (int i = 0; i < 16; ++i) objects.push_back(gpu_pod("p" + std::to_string(i), "u-p" + std::to_string(i), 40));
+  Standalone s(objects);
+  std::vector<std::future<Status>> binds;
+  for (int i = 0; i < 16; ++i) {
+    binds.push_back(s.driver().bind_async("default", "p" + std::to_string(i), "u-p" + std::to_string(i), "solo"));
+  }
+  int ok = 0;
+  for (auto& b : binds) {
+    Status st = b.get();
+    if (st.ok()) {
+      ++ok;
+    } else {
+      EXPECT_NE(st.message().find("no longer fits"), std::string::npos) << st.message();
+    }
+  }
+  EXPECT_EQ(ok, 2);
+  const int64_t used = s.state().read([](const scheduling::Ledger& l) { return int64_t{l.node("solo")->use()[0].cores}; });
+  EXPECT_EQ(used, 800);
+}
+
+TEST(ExtenderBind, FilterRunsWhileBindsHappen) {
+  // kube-scheduler filters the next pod while the previous binds: no
+  // errors, and the ledger never over-commits.
+  std::vector<std::string> objects;
+  for (int n = 0; n < 8; ++n) objects.push_back(node_object("n" + std::to_string(n), 4));
+  for (int i = 0; i < 200; ++i) objects.push_back(gpu_pod("p" + std::to_string(i), "u-p" + std::to_string(i), 25 + (i % 4) * 10));
+  Standalone s(objects);
+  std::vector<CandidateNode> nodes;
+  for (int n = 0; n < 8; ++n) nodes.push_back({"n" + std::to_string(n), ""});
+  std::vector<std::future<Status>> binds;
+  int placed = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string pod = objects[8 + static_cast<size_t>(i)];
+    CycleResult c = s.driver().schedule(pod, nodes);
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    if (c.node.empty()) continue;
+    binds.push_back(s.driver().bind_async("default", "p" + std::to_string(i), "u-p" + std::to_string(i), c.node));
+    ++placed;
+  }
+  int ok = 0;
+  for (auto& b : binds) ok += b.get().ok() ? 1 : 0;
+  EXPECT_GT(ok, 0);
+  s.state().read([](const scheduling::Ledger& l) {
+    for (const auto& [name, n] : l.nodes()) {
+      for (const auto& u : n.use()) EXPECT_LE(u.cores, 1000) << name;
+    }
+    return 0;
+  });
+}
+
+TEST(ExtenderPreempt, ChoosesTheFewestLowestPriorityVictimsThatFreeACard) {
+  std::vector<std::string> objects = {node_object("solo", 1), node_object("other", 1)};
+  auto bound = [&](const std::string& name, int cores, int priority, const std::string& node) {
+    json p = json::parse(gpu_pod(name, "u-" + name, cores, 0, 1, {}, priority, node));
+    scheduling::Allocation a;
+    a.node = node;
+    a.containers.push_back({"main", false, {scheduling::CardShare{0, "", 0, cores * 10}}});
+    p["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
+    objects.push_back(p.dump());
+  };
+  bound("low-small", 20, 1, "solo");
+  bound("low-big", 40, 1, "solo");
+  bound("high", 40, 100, "solo");
+  bound("other-pod", 100, 1, "other");
+  Standalone s(objects);
+  const std::map<std::string, std::vector<std::string>> candidates = {{"solo", {"u-low-small", "u-low-big", "u-high"}},
+                                                                       {"other", {"u-unknown"}}};
+  // 30 % needs one victim: the low-priority one holding most.
+  auto r = s.driver().preempt(0, gpu_pod("vip", "u-vip", 30, 0, 1, {}, 1000), candidates);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->count("solo"), 1u);
+  EXPECT_EQ(r->at("solo"), std::vector<std::string>{"u-low-big"});
+  EXPECT_EQ(r->count("other"), 0u) << "victims that free nothing here: the node is dropped";
+  // 50 % needs two: both low-priority pods, never the high one.
+  r = s.driver().preempt(0, gpu_pod("vip2", "u-vip2", 50, 0, 1, {}, 1000), candidates);
+  ASSERT_TRUE(r) << r.message();
+  auto victims = r->at("solo");
+  std::sort(victims.begin(), victims.end());
+  EXPECT_EQ(victims, (std::vector<std::string>{"u-low-big", "u-low-small"}));
+  // 100 % fits only if all three go: the node is offered with all of them.
+  r = s.driver().preempt(0, gpu_pod("vip3", "u-vip3", 0, 0, 1, {}, 1000), candidates);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r->at("solo").size(), 3u);
+}
+
+}  // namespace
+}  // namespace fracpack::testing

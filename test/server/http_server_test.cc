@@ -1,0 +1,288 @@
+// The HTTP layer: limits, bad input, routes, TLS and its reload, readiness,
+// metrics and the debug endpoints; the process answers every case and keeps
+// serving.
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "k8s/snapshot.h"
+#include "test/k8s/fake_apiserver.h"
+#include "test/server/server_fixture.h"
+
+namespace fracpack::testing {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string post_request(const std::string& path, const std::string& body, const std::string& extra_headers = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+struct BadInput : ::testing::Test {
+  static config::Config limited() {
+    config::Config c = test_config();
+    c.limits.max_request_bytes = 64 * 1024;
+    return c;
+  }
+  BadInput() : s({node_object("n1", 2), gpu_pod("p", "u-p", 50)}, limited()) {}
+  RawExchange send(const std::string& bytes) { return raw_exchange(s.daemon().port(), {bytes}); }
+  void expect_json_error(const RawExchange& r, int status) {
+    ASSERT_EQ(status_of(r.response), status) << r.response;
+    json body = json::parse(body_of(r.response), nullptr, false);
+    ASSERT_TRUE(body.is_object()) << r.response;
+    ASSERT_TRUE(body.contains("Error")) << r.response;
+    EXPECT_FALSE(body["Error"].get<std::string>().empty());
+  }
+  void TearDown() override {
+    // Whatever came before, the process still serves.
+    EXPECT_EQ(http_get(s.url(), "/healthz").status, 200);
+    auto f = s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
+    ASSERT_TRUE(f) << f.message();
+    EXPECT_EQ(f->nodes.size(), 1u);
+  }
+  Standalone s;
+};
+
+TEST_F(BadInput, MalformedJsonIs400WithAJsonError) {
+  expect_json_error(send(post_request("/filter", "{\"Pod\":{\"metadata\":")), 400);
+  expect_json_error(send(post_request("/prioritize", "not json")), 400);
+  expect_json_error(send(post_request("/bind", "{\"PodName\":")), 400);
+  expect_json_error(send(post_request("/preempt", "")), 400);
+  expect_json_error(send(post_request("/filter", "{\"Pod\":{}} trailing")), 400);
+}
+
+TEST_F(BadInput, WrongTypesAre400NamingTheField) {
+  auto r = send(post_request("/filter", "{\"Pod\":{},\"NodeNames\":5}"));
+  expect_json_error(r, 400);
+  EXPECT_NE(body_of(r.response).find("NodeNames"), std::string::npos) << r.response;
+  r = send(post_request("/filter", "{\"Pod\":\"p\",\"NodeNames\":[]}"));
+  expect_json_error(r, 400);
+  EXPECT_NE(body_of(r.response).find("Pod"), std::string::npos) << r.response;
+  expect_json_error(send(post_request("/filter", "{\"Pod\":{},\"NodeNames\":[1,2]}")), 400);
+  r = send(post_request("/bind", "{\"PodName\":7,\"PodNamespace\":\"default\",\"PodUID\":\"u\",\"Node\":\"n1\"}"));
+  expect_json_error(r, 400);
+  EXPECT_NE(body_of(r.response).find("PodName"), std::string::npos) << r.response;
+  expect_json_error(send(post_request("/preempt", "{\"Pod\":{},\"NodeNameToMetaVictims\":{\"n1\":{\"Pods\":[{\"UID\":3}]}}}")), 400);
+  expect_json_error(send(post_request("/filter", "[]")), 400);
+  // A pod whose quantities are invalid: the filter answers with Error (the
+  // scheduler reports it), not a crash.
+  json bad = json::parse(gpu_pod("q", "u-q", 50));
+  bad["spec"]["containers"][0]["resources"]["limits"]["fracpack.io/gpu-cores"] = "lots";
+  r = send(post_request("/filter", "{\"Pod\":" + bad.dump() + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]}"));
+  ASSERT_EQ(status_of(r.response), 200) << r.response;
+  EXPECT_NE(json::parse(body_of(r.response))["Error"].get<std::string>().find("gpu-cores"), std::string::npos) << r.response;
+}
+
+TEST_F(BadInput, DeepNestingAndInvalidUtf8Are400) {
+  std::string deep = "{\"Pod\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_json_error(send(post_request("/filter", deep.substr(0, 60000))), 400);
+  const std::string bad_utf8 = "{\"Pod\":{\"metadata\":{\"name\":\"\xff\xfe\"}},\"Nodes\":null,\"NodeNames\":[\"n1\"]}";
+  expect_json_error(send(post_request("/filter", bad_utf8)), 400);
+}
+
+TEST_F(BadInput, UnknownRoutesAre404AndWrongMethods405) {
+  expect_json_error(send("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"), 404);
+  expect_json_error(send(post_request("/scheduler/filter", "{}")), 404);
+  expect_json_error(send("GET /filter HTTP/1.1\r\nHost: x\r\n\r\n"), 405);
+  expect_json_error(send(post_request("/healthz", "")), 405);
+}
+
+TEST_F(BadInput, BodyOverTheLimitIs413BeforeItIsRead) {
+  const std::string big(100 * 1024, ' ');
+  auto r = send(post_request("/filter", big));
+  EXPECT_EQ(status_of(r.response), 413) << r.response.substr(0, 200);
+  // Declared but not sent: refused from the header alone.
+  r = send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n");
+  EXPECT_EQ(status_of(r.response), 413) << r.response;
+}
+
+TEST_F(BadInput, HugeHeadersAre431AndGarbageIs400) {
+  auto r = send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(status_of(r.response), 431) << r.response.substr(0, 200);
+  r = send("\x16\x03\x01 this is not http\r\n\r\n");
+  EXPECT_EQ(status_of(r.response), 400) << r.response;
+  r = raw_exchange(s.daemon().port(), {"\x16\x03\x01 this is not http\r\n\r\n"}, 0ms, 5s, true);
+  EXPECT_TRUE(r.closed_by_server) << "no keep-alive after garbage";
+}
+
+TEST_F(BadInput, SlowClientsAreDisconnectedAndDoNotBlockOthers) {
+  // Slowloris: a header byte every 150 ms; the header deadline is 1 s.
+  std::vector<std::string> pieces;
+  const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  pieces.push_back(head);
+  for (int i = 0; i < 40; ++i) pieces.push_back("a");
+  std::vector<std::thread> slow;
+  std::vector<RawExchange> results(4);
+  for (size_t i = 0; i < results.size(); ++i) {
+    slow.emplace_back([&, i] { results[i] = raw_exchange(s.daemon().port(), pieces, 150ms, 8s); });
+  }
+  std::this_thread::sleep_for(200ms);
+  // Meanwhile other clients are served at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(http_get(s.url(), "/healthz").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  for (auto& t : slow) t.join();
+  for (const auto& r : results) {
+    EXPECT_TRUE(r.closed_by_server);
+    EXPECT_LT(r.elapsed, 3s) << "closed near the 1 s header deadline";
+    EXPECT_NE(status_of(r.response), 200);
+  }
+  // A body that trickles in: the body deadline.
+  const std::string body = "{\"PodName\":\"p\",\"PodNamespace\":\"default\",\"PodUID\":\"u-p\",\"Node\":\"n1\"}";
+  std::vector<std::string> parts = {"POST /bind HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n"};
+  for (char ch : body) parts.push_back(std::string(1, ch));
+  auto r = raw_exchange(s.daemon().port(), parts, 100ms, 8s);
+  EXPECT_TRUE(r.closed_by_server);
+  EXPECT_LT(r.elapsed, 3s);
+  EXPECT_GE(s.daemon().http_counters().timeouts, 5u);
+}
+
+TEST(HttpServer, MaxConnectionsRefusesTheExtraOnes) {
+  config::Config c = test_config();
+  c.limits.max_connections = 3;
+  Standalone s({node_object("n1", 1)}, c);
+  std::vector<std::thread> holders;
+  for (int i = 0; i < 3; ++i) {
+    holders.emplace_back([&] { raw_exchange(s.daemon().port(), {"GET /healthz HTTP/1.1\r\nHost: x\r\n"}, 0ms, 1500ms); });
+  }
+  std::this_thread::sleep_for(300ms);
+  auto r = raw_exchange(s.daemon().port(), {"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"}, 0ms, 1s);
+  EXPECT_NE(status_of(r.response), 200) << "a fourth connection is refused";
+  EXPECT_TRUE(r.closed_by_server || r.response.empty());
+  for (auto& t : holders) t.join();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(http_get(s.url(), "/healthz").status, 200) << "served again once the others left";
+  EXPECT_GE(s.daemon().http_counters().refused, 1u);
+}
+
+TEST(HttpServer, KeepAliveServesManyRequestsOnOneConnection) {
+  Standalone s({node_object("n1", 1)});
+  std::string many;
+  for (int i = 0; i < 50; ++i) many += "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  auto r = raw_exchange(s.daemon().port(), {many}, 0ms, 1s, true);
+  size_t answers = 0;
+  for (size_t p = r.response.find("HTTP/1.1 200"); p != std::string::npos; p = r.response.find("HTTP/1.1 200", p + 1)) ++answers;
+  EXPECT_EQ(answers, 50u);
+  EXPECT_EQ(s.daemon().http_counters().connections, 1u);
+}
+
+TEST(HttpServer, UrlPrefixIsHonoured) {
+  config::Config c = test_config();
+  c.url_prefix = "/scheduler";
+  Standalone s({node_object("n1", 1), gpu_pod("p", "u-p", 50)}, c);
+  ExtenderConfig e;
+  e.url_prefix = s.url() + "/scheduler/";
+  auto d = SchedulerDriver::create({e});
+  ASSERT_TRUE(d);
+  auto f = (*d)->filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
+  ASSERT_TRUE(f) << f.message();
+  EXPECT_EQ(f->nodes.size(), 1u);
+  EXPECT_FALSE(s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}})) << "/filter is not served";
+}
+
+TEST(HttpServer, TlsServesAndPicksUpARenewedCertificate) {
+  TempDir certs;
+  const TestCertificate first = make_test_certificate("127.0.0.1");
+  config::Config c = test_config();
+  c.tls.cert_file = certs.write("tls.crt", first.cert_pem);
+  c.tls.key_file = certs.write("tls.key", first.key_pem);
+  c.tls.reload_interval = 100ms;
+  Standalone s({node_object("n1", 1), gpu_pod("p", "u-p", 50)}, c);
+  ASSERT_EQ(s.url().rfind("https://", 0), 0u);
+  k8s::TlsOptions trust_first;
+  trust_first.ca_pem = first.cert_pem;
+  EXPECT_EQ(http_get(s.url(), "/healthz", trust_first).status, 200);
+  EXPECT_EQ(http_get("http://127.0.0.1:" + std::to_string(s.daemon().port()), "/healthz").status, 0) << "plain HTTP is refused";
+  // kube-scheduler's enableHTTPS without a CA: no verification.
+  ExtenderConfig e;
+  e.url_prefix = s.url() + "/";
+  auto d = SchedulerDriver::create({e});
+  ASSERT_TRUE(d);
+  auto f = (*d)->filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
+  ASSERT_TRUE(f) << f.message();
+  // Renew: a new key and certificate, swapped in atomically.
+  const TestCertificate second = make_test_certificate("127.0.0.1");
+  std::this_thread::sleep_for(1100ms);  // a distinct modification time
+  certs.write("tls.key", second.key_pem);
+  certs.write("tls.crt", second.cert_pem);
+  k8s::TlsOptions trust_second;
+  trust_second.ca_pem = second.cert_pem;
+  bool renewed = Cluster::wait_for([&] { return http_get(s.url(), "/healthz", trust_second).status == 200; }, 5s);
+  EXPECT_TRUE(renewed);
+  EXPECT_EQ(http_get(s.url(), "/healthz", trust_first).status, 0) << "the old certificate is no longer served";
+  EXPECT_GE(s.daemon().http_counters().tls_reloads, 1u);
+  // A broken renewal keeps the last good certificate.
+  certs.write("tls.crt", "garbage");
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(http_get(s.url(), "/healthz", trust_second).status, 200);
+}
+
+TEST(Service, ReadyOnlyAfterTheInitialSync) {
+  Connected c;
+  c.api->create("nodes", node_object("n1", 1));
+  c.api->faults().slow_ms = 1500;
+  server::DaemonOptions o;
+  o.config = c.config;
+  o.client = client_for(*c.api);
+  server::Daemon d(o);
+  ASSERT_TRUE(d.start().ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(d.port());
+  EXPECT_EQ(http_get(url, "/healthz").status, 200);
+  auto ready = http_get(url, "/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("starting"), std::string::npos) << ready.body;
+  ExtenderConfig e;
+  e.url_prefix = url + "/";
+  auto driver = SchedulerDriver::create({e});
+  ASSERT_TRUE(driver);
+  auto r = (*driver)->post(0, "filter", "{\"Pod\":" + gpu_pod("p", "u-p", 50) + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << "no verdicts from an empty ledger";
+  c.api->faults().slow_ms = 0;
+  ASSERT_TRUE(d.wait_serving(20s));
+  EXPECT_EQ(http_get(url, "/readyz").status, 200);
+  d.drain(1s);
+}
+
+TEST(Service, MetricsVersionAndDebugEndpoints) {
+  Standalone s({node_object("n1", 2), gpu_pod("p", "u-p", 50)});
+  ASSERT_TRUE(s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}, {"ghost", ""}}));
+  ASSERT_TRUE(s.driver().bind("default", "p", "u-p", "n1").ok());
+  auto m = http_get(s.url(), "/metrics");
+  ASSERT_EQ(m.status, 200);
+  for (const char* want : {"fracpack_http_requests_total{code=\"200\",verb=\"filter\"} 1",
+                           "fracpack_http_request_duration_seconds_bucket{verb=\"bind\"",
+                           "fracpack_filter_nodes_total{outcome=\"passed\"} 1",
+                           "fracpack_placements_total",
+                           "fracpack_card_compute_allocated_ratio{node=\"n1\",card=\"0\",model=\"Tesla-T4\"} 0.5",
+                           "fracpack_card_sharers{node=\"n1\",card=\"0\",model=\"Tesla-T4\"} 1",
+                           "fracpack_cluster_gpu_allocated_ratio 0.25",
+                           "fracpack_ready 1"}) {
+    std::string cards;  // the per-card lines, for the failure message
+    for (size_t p = m.body.find("\nfracpack_card"); p != std::string::npos; p = m.body.find("\nfracpack_card", p + 1)) {
+      cards += m.body.substr(p + 1, m.body.find('\n', p + 1) - p);
+    }
+    EXPECT_NE(m.body.find(want), std::string::npos) << want << "\n" << cards;
+  }
+  auto v = http_get(s.url(), "/version");
+  EXPECT_EQ(json::parse(v.body)["policy"], "fracpack");
+  auto ledger = json::parse(http_get(s.url(), "/debug/ledger").body);
+  ASSERT_EQ(ledger["nodes"].size(), 1u);
+  EXPECT_EQ(ledger["nodes"][0]["cards"][0]["pods"].size(), 1u) << ledger.dump();
+  // /debug/snapshot is a snapshot replay reads: the bound pod with its record.
+  auto snap = http_get(s.url(), "/debug/snapshot");
+  ASSERT_EQ(snap.status, 200);
+  auto read = k8s::read_snapshot(snap.body, k8s::ContractNames{});
+  ASSERT_TRUE(read) << read.message();
+  EXPECT_EQ(read->nodes.size(), 1u);
+  ASSERT_EQ(read->bound.size(), 1u);
+  EXPECT_EQ(read->bound[0].allocation.node, "n1");
+  EXPECT_TRUE(read->problems.empty());
+}
+
+}  // namespace
+}  // namespace fracpack::testing

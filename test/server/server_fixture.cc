@@ -1,0 +1,235 @@
+#include "test/server/server_fixture.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/snapshot.h"
+#include "server/log.h"
+
+namespace fracpack::testing {
+
+using json = nlohmann::json;
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "fracpack-test-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+  const std::string p = path_ + "/" + name;
+  const std::string tmp = p + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+  }
+  std::filesystem::rename(tmp, p);  // atomic, as a mounted Secret is swapped
+  return p;
+}
+
+std::string gpu_pod(const std::string& name, const std::string& uid, int cores, int64_t memory_mib, int cards,
+                    std::map<std::string, std::string> annotations, int priority, const std::string& node) {
+  json limits = json::object();
+  if (cores == 0 && memory_mib == 0) {
+    limits["fracpack.io/gpu"] = std::to_string(cards);
+  } else {
+    if (cards != 1) limits["fracpack.io/gpu"] = std::to_string(cards);
+    if (cores > 0) limits["fracpack.io/gpu-cores"] = std::to_string(cores);
+    if (memory_mib > 0) limits["fracpack.io/gpu-memory"] = std::to_string(memory_mib);
+  }
+  limits["cpu"] = "1";
+  json meta = {{"name", name}, {"namespace", "default"}, {"uid", uid}, {"creationTimestamp", "2026-01-01T00:00:00Z"}};
+  if (!annotations.empty()) meta["annotations"] = annotations;
+  json spec = {{"schedulerName", "fracpack"},
+               {"priority", priority},
+               {"containers", {{{"name", "main"}, {"image", "busybox"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}};
+  if (!node.empty()) spec["nodeName"] = node;
+  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}}
+      .dump();
+}
+
+std::string cpu_pod(const std::string& name, const std::string& uid) {
+  json limits = {{"cpu", "1"}};
+  return json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", uid}}},
+              {"spec", {{"containers", {{{"name", "main"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}}},
+              {"status", {{"phase", "Pending"}}}}
+      .dump();
+}
+
+config::Config test_config() {
+  server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);  // no line per placement in test output
+  config::Config c;
+  c.listen = "127.0.0.1:0";
+  c.io_threads = 2;
+  c.limits.header_timeout = std::chrono::milliseconds(1000);
+  c.limits.body_timeout = std::chrono::milliseconds(1000);
+  c.limits.idle_timeout = std::chrono::milliseconds(5000);
+  c.cluster.reconcile_interval = std::chrono::milliseconds(500);
+  c.cluster.events = false;
+  c.workload.config_map = "";
+  return c;
+}
+
+namespace {
+
+std::unique_ptr<SchedulerDriver> driver_for(const std::string& url) {
+  ExtenderConfig e;
+  e.url_prefix = url + "/";
+  auto d = SchedulerDriver::create({e});
+  if (!d) throw std::runtime_error(d.message());
+  return std::move(*d);
+}
+
+}  // namespace
+
+Standalone::Standalone(const std::vector<std::string>& objects, config::Config c) {
+  c.cluster.snapshot = dir.write("snapshot.json", k8s::list_json(objects));
+  server::DaemonOptions o;
+  o.config = c;
+  daemon_ = std::make_unique<server::Daemon>(o);
+  auto s = daemon_->start();
+  if (!s.ok()) throw std::runtime_error("daemon: " + s.message());
+  driver_ = driver_for(url());
+}
+
+Standalone::~Standalone() { daemon_->drain(std::chrono::milliseconds(1000)); }
+
+std::string Standalone::url() const {
+  return std::string(daemon_->options().config.tls.cert_file.empty() ? "http" : "https") + "://127.0.0.1:" +
+         std::to_string(daemon_->port());
+}
+
+Connected::Connected(config::Config c) : api(std::make_unique<FakeApiServer>()), config(std::move(c)) {}
+
+Connected::~Connected() {
+  if (daemon_) daemon_->drain(std::chrono::milliseconds(1000));
+}
+
+void Connected::start() {
+  server::DaemonOptions o;
+  o.config = config;
+  o.client = client_for(*api);
+  o.tune_informer = [](k8s::InformerOptions& io) {
+    io.backoff_initial = std::chrono::milliseconds(20);
+    io.backoff_max = std::chrono::milliseconds(200);
+  };
+  daemon_ = std::make_unique<server::Daemon>(o);
+  auto s = daemon_->start();
+  if (!s.ok()) throw std::runtime_error("daemon: " + s.message());
+  if (!daemon_->wait_serving(std::chrono::seconds(20))) throw std::runtime_error("daemon did not start serving");
+  driver_ = driver_for(url());
+}
+
+std::string Connected::url() const { return "http://127.0.0.1:" + std::to_string(daemon_->port()); }
+
+RawExchange raw_exchange(uint16_t port, const std::vector<std::string>& pieces, std::chrono::milliseconds pause,
+                         std::chrono::milliseconds timeout, bool until_close) {
+  RawExchange out;
+  const auto started = std::chrono::steady_clock::now();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return out;
+  }
+  auto read_some = [&](int wait_ms) {
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, wait_ms) > 0) {
+      char buf[65536];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        out.closed_by_server = true;
+        return;
+      }
+      out.response.append(buf, static_cast<size_t>(n));
+      wait_ms = 0;
+    }
+  };
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0 && pause.count() > 0) {
+      read_some(static_cast<int>(pause.count()));
+      if (out.closed_by_server) break;
+    }
+    const std::string& piece = pieces[i];
+    size_t sent = 0;
+    while (sent < piece.size()) {
+      const ssize_t n = ::send(fd, piece.data() + sent, piece.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    if (sent < piece.size()) break;
+  }
+  const auto end = started + timeout;
+  while (!out.closed_by_server && std::chrono::steady_clock::now() < end) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
+    char buf[65536];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      out.closed_by_server = true;
+      break;
+    }
+    out.response.append(buf, static_cast<size_t>(n));
+    // A complete response with Content-Length is enough.
+    const size_t head_end = out.response.find("\r\n\r\n");
+    if (!until_close && head_end != std::string::npos) {
+      const size_t cl = out.response.find("Content-Length: ");
+      if (cl != std::string::npos && cl < head_end) {
+        const size_t len = std::stoul(out.response.substr(cl + 16));
+        if (out.response.size() >= head_end + 4 + len) break;
+      }
+    }
+  }
+  ::close(fd);
+  out.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  return out;
+}
+
+int status_of(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
+  return std::stoi(response.substr(9, 3));
+}
+
+std::string body_of(const std::string& response) {
+  const size_t p = response.find("\r\n\r\n");
+  return p == std::string::npos ? "" : response.substr(p + 4);
+}
+
+k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s::TlsOptions tls) {
+  k8s::ClientConfig c;
+  c.endpoint = *k8s::Endpoint::parse(url);
+  c.tls = std::move(tls);
+  c.request_timeout = std::chrono::seconds(5);
+  k8s::ApiClient client(c);
+  auto r = client.request("GET", path);
+  if (!r) return k8s::HttpResponse{0, r.message(), "", ""};
+  return *r;
+}
+
+}  // namespace fracpack::testing

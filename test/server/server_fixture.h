@@ -1,0 +1,88 @@
+// Fixtures of the server tests: a fracpack daemon on a loopback port (from a
+// snapshot, or against the fake API server), object builders, and a raw
+// TCP client for requests no well-behaved client would send.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "server/daemon.h"
+#include "test/k8s/cluster_harness.h"
+#include "test/server/scheduler_driver.h"
+
+namespace fracpack::testing {
+
+// A folder removed with its contents at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::string path_;
+};
+
+// A pod asking for `cores` percent and `memory_mib` of `cards` cards (0
+// cores and memory: a bare whole-card request).
+std::string gpu_pod(const std::string& name, const std::string& uid, int cores, int64_t memory_mib = 0, int cards = 1,
+                    std::map<std::string, std::string> annotations = {}, int priority = 0, const std::string& node = "");
+// A pod with CPU only.
+std::string cpu_pod(const std::string& name, const std::string& uid);
+
+// A config for tests: 127.0.0.1, any port, short timeouts.
+config::Config test_config();
+
+// A daemon serving a snapshot (a v1 List of `objects`).
+struct Standalone {
+  explicit Standalone(const std::vector<std::string>& objects, config::Config c = test_config());
+  ~Standalone();
+  std::string url() const;  // "http://127.0.0.1:PORT"
+  SchedulerDriver& driver() { return *driver_; }
+  server::Daemon& daemon() { return *daemon_; }
+  k8s::ClusterState& state() { return daemon_->state(); }
+
+  TempDir dir;
+  std::unique_ptr<server::Daemon> daemon_;
+  std::unique_ptr<SchedulerDriver> driver_;
+};
+
+// A daemon against a fake API server (kubernetes mode).
+struct Connected {
+  explicit Connected(config::Config c = test_config());
+  ~Connected();
+  void start();  // starts the daemon and waits until it serves
+  std::string url() const;
+  SchedulerDriver& driver() { return *driver_; }
+  server::Daemon& daemon() { return *daemon_; }
+
+  std::unique_ptr<FakeApiServer> api;
+  config::Config config;
+  std::unique_ptr<server::Daemon> daemon_;
+  std::unique_ptr<SchedulerDriver> driver_;
+};
+
+// One request over a fresh TCP connection: sends `bytes` (optionally in
+// pieces with pauses), returns what the server answered until it closed or
+// `timeout` passed.
+struct RawExchange {
+  std::string response;
+  bool closed_by_server = false;
+  std::chrono::milliseconds elapsed{0};
+};
+// Without `until_close`, returns after the first complete response.
+RawExchange raw_exchange(uint16_t port, const std::vector<std::string>& pieces,
+                         std::chrono::milliseconds pause = std::chrono::milliseconds(0),
+                         std::chrono::milliseconds timeout = std::chrono::seconds(5), bool until_close = false);
+int status_of(const std::string& response);
+std::string body_of(const std::string& response);
+
+// GET over the driver's first extender connection settings.
+k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s::TlsOptions tls = {});
+
+}  // namespace fracpack::testing
