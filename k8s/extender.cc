@@ -137,7 +137,7 @@ bool unescape_json(std::string_view in, std::string& out) {
 // `storage`. `base` is where the parsed text starts (body's own buffer or a
 // padded copy of it).
 Status decode_name_list(od::value v, std::string_view path, std::optional<std::vector<std::string_view>>& out,
-                        std::deque<std::string>& storage, std::string_view body, const char* base) {
+                        std::deque<std::string>& storage, std::string_view body, const char* base, std::string_view& list_text) {
   Status st = Status::Ok();
   if (is_null(v, st, path)) {
     out.reset();
@@ -145,6 +145,8 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
   }
   if (!st.ok()) return st;
   std::vector<std::string_view> names;
+  bool any_escaped = false;
+  size_t first = std::string_view::npos, last = 0;
   Status s = json::for_each_element(v, path, [&](od::value el, size_t i) -> Status {
     od::raw_json_string raw;
     if (el.get_raw_json_string().get(raw)) return json::type_error(std::string(path) + "[" + std::to_string(i) + "]", "a string");
@@ -159,10 +161,13 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
       ++q;
     }
     const std::string_view text = body.substr(static_cast<size_t>(p - base), static_cast<size_t>(q - p));
+    if (first == std::string_view::npos) first = static_cast<size_t>(p - base);
+    last = static_cast<size_t>(q - base);
     if (!escaped) {
       names.push_back(text);
       return Status::Ok();
     }
+    any_escaped = true;
     std::string decoded;
     if (!unescape_json(text, decoded)) {
       return json::type_error(std::string(path) + "[" + std::to_string(i) + "]", "a valid JSON string");
@@ -172,6 +177,7 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
   });
   if (!s.ok()) return s;
   out = std::move(names);
+  list_text = any_escaped || first == std::string_view::npos ? std::string_view() : body.substr(first, last - first);
   return Status::Ok();
 }
 
@@ -223,7 +229,7 @@ Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection&
     if (!st.ok()) return st;
     return json::for_each_field(root, "ExtenderArgs", [&](std::string_view key, od::value v) -> Status {
       if (pod_key.take(key, "Pod")) return decode_pod_value(v, "Pod", selection, args.pod);
-      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args.node_names, args.storage, body, base);
+      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args.node_names, args.storage, body, base, args.node_names_text);
       if (!nodes_key.take(key, "Nodes")) return Status::Ok();
       Status nst = Status::Ok();
       if (is_null(v, nst, "Nodes")) {

@@ -36,6 +36,9 @@ struct ExtenderArgs {
   std::optional<std::vector<std::string_view>> node_names;  // NodeNames (views into the body, or into storage)
   std::optional<std::vector<ExtenderNode>> nodes;           // Nodes.items
   std::deque<std::string> storage;                          // names that had JSON escapes, decoded
+  // The NodeNames array's text in the body (empty if a name had escapes):
+  // kube-scheduler sends the same candidate list for pod after pod.
+  std::string_view node_names_text;
 };
 
 // `body` must outlive the result (names and node texts are views into it).

@@ -1,5 +1,7 @@
 #include "scheduling/ledger.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cassert>
 #include <string>
@@ -56,6 +58,7 @@ NodeState& Ledger::node_entry(const std::string& name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
     it = nodes_.emplace(name, NodeState{}).first;
+    layout_ = next_stamp();
     NodeState& node = it->second;
     node.spec_.name = name;
     if (free_slots_.empty()) {
@@ -144,6 +147,7 @@ void Ledger::maybe_drop_node(const std::string& name) {
     by_name_.erase(it->first);
     free_slots_.push_back(it->second.slot_);
     nodes_.erase(it);
+    layout_ = next_stamp();
   }
 }
 
@@ -271,6 +275,11 @@ std::vector<PodRecord> Ledger::expire(Clock::time_point now) {
 }
 
 const NodeState* Ledger::node(std::string_view name) const { return by_name_.find(name); }
+
+uint64_t Ledger::next_stamp() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 void Ledger::NameIndex::grow() {
   std::vector<Slot> old = std::move(slots_);

@@ -161,6 +161,9 @@ class Ledger {
 
   // --- views ---
   const NodeState* node(std::string_view name) const;
+  // Changes whenever node() could answer differently for some name (a node
+  // added or dropped); the NodeState addresses stay valid until then.
+  uint64_t layout() const { return layout_; }
   // The node as it would be with `spec` (cards from elsewhere, e.g. a Node
   // object kube-scheduler sent) and the pods this ledger has on it. Not the
   // ledger's: version() 0, no slot, no pods listed.
@@ -192,7 +195,11 @@ class Ledger {
   void maybe_drop_node(const std::string& name);
   void debug_check() const;
 
-  void touch(NodeState& node) { node.version_ = ++versions_; }
+  // Versions and layouts come from process-wide counters, so no two ledgers
+  // (a test's, a replay's, the server's) ever share one: caches keyed by
+  // them cannot confuse ledgers.
+  static uint64_t next_stamp();
+  void touch(NodeState& node) { node.version_ = next_stamp(); }
 
   std::map<std::string, NodeState, std::less<>> nodes_;
   // The same nodes by name, for the extender's thousands of lookups per
@@ -216,7 +223,7 @@ class Ledger {
   NameIndex by_name_;
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
-  uint64_t versions_ = 0;
+  uint64_t layout_ = next_stamp();  // changes when a node is added or dropped (see layout())
   std::unordered_map<std::string, PodRecord> pods_;
   std::unordered_set<std::string> assumed_;
   int64_t total_cores_used_ = 0;

@@ -171,6 +171,26 @@ std::optional<k8s::Pod> ExtenderService::recall(const std::string& uid) const {
   return *it->second;
 }
 
+void ExtenderService::resolve(const Ledger& ledger, const std::vector<std::string_view>& names, std::string_view names_text,
+                              std::vector<const NodeState*>& out) {
+  out.resize(names.size());
+  if (!names_text.empty()) {
+    std::lock_guard lock(resolved_mu_);
+    if (resolved_ledger_ == &ledger && resolved_layout_ == ledger.layout() && resolved_.size() == names.size() &&
+        resolved_text_ == names_text) {
+      std::copy(resolved_.begin(), resolved_.end(), out.begin());
+      return;
+    }
+  }
+  for (size_t i = 0; i < names.size(); ++i) out[i] = ledger.node(names[i]);
+  if (names_text.empty()) return;
+  std::lock_guard lock(resolved_mu_);
+  resolved_text_.assign(names_text);
+  resolved_layout_ = ledger.layout();
+  resolved_ledger_ = &ledger;
+  resolved_ = out;
+}
+
 HttpResponse ExtenderService::filter(const std::string& body) {
   auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity());
   if (!args) return bad_request(args.message());
@@ -205,8 +225,9 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   state_.read([&](const Ledger& ledger) {
     std::vector<const NodeState*> nodes(count);
     if (!full) {
+      if (!args->node_names) return 0;  // neither list: nothing to judge
       const auto& names = *args->node_names;
-      for (size_t i = 0; i < count; ++i) nodes[i] = ledger.node(names[i]);
+      resolve(ledger, names, args->node_names_text, nodes);
       evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) { judge(names[i], names[i], v); });
       return 0;
     }
@@ -280,7 +301,11 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   std::vector<std::optional<int64_t>> raw(names.size());
   state_.read([&](const Ledger& ledger) {
     std::vector<const NodeState*> nodes(names.size());
-    for (size_t i = 0; i < names.size(); ++i) nodes[i] = ledger.node(names[i]);
+    if (args->node_names) {
+      resolve(ledger, names, args->node_names_text, nodes);
+    } else {
+      for (size_t i = 0; i < names.size(); ++i) nodes[i] = ledger.node(names[i]);
+    }
     evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) {
       if (v.fits) raw[i] = v.score;
     });

@@ -102,6 +102,11 @@ class ExtenderService {
   void remember(const k8s::Pod& pod);
   std::optional<k8s::Pod> recall(const std::string& uid) const;
   void collect(std::vector<SampledFamily>& out) const;
+  // The ledger's nodes for a NodeNames list; the last list's answer is
+  // reused while the text and the ledger's node set are the same (5 000
+  // lookups saved per request when kube-scheduler repeats its candidates).
+  void resolve(const scheduling::Ledger& ledger, const std::vector<std::string_view>& names, std::string_view names_text,
+               std::vector<const scheduling::NodeState*>& out);
 
   k8s::ClusterState& state_;
   scheduling::Evaluator& evaluator_;
@@ -109,6 +114,12 @@ class ExtenderService {
   Metrics& metrics_;
   ServiceOptions options_;
   std::string prefix_;  // url_prefix ending in "/"
+
+  std::mutex resolved_mu_;
+  std::string resolved_text_;
+  uint64_t resolved_layout_ = 0;
+  const scheduling::Ledger* resolved_ledger_ = nullptr;
+  std::vector<const scheduling::NodeState*> resolved_;
 
   mutable std::mutex recent_mu_;
   std::list<k8s::Pod> recent_;  // most recent first

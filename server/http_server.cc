@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include "k8s/extender.h"
+
 #include <sys/stat.h>
 
 #include <atomic>
@@ -256,7 +258,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ++server_->requests;
     ++server_->in_flight;
     lowest().expires_never();  // the handler may take its time (bind waits for the API server)
-    server_->handler(std::move(req), make_reply());
+    Reply reply = make_reply();
+    try {
+      server_->handler(std::move(req), reply);
+    } catch (const std::exception& e) {
+      // A handler bug must cost one request, never the process.
+      reply(HttpResponse{500, k8s::format_error(std::string("internal error: ") + e.what())});
+    }
   }
 
   // A Reply that answers on this session's strand, once; if every copy is

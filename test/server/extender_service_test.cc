@@ -78,6 +78,37 @@ TEST(ExtenderFilter, FullNodesModeTakesCardsFromTheObjectsAndAnswersWithNodes) {
   EXPECT_EQ(f->nodes, std::vector<std::string>{"n-a100"});
 }
 
+TEST(ExtenderFilter, EscapedNamesAreDecodedAndRepeatedListsFollowNodeChanges) {
+  Connected c;
+  c.api->create("nodes", node_object("n1", 1));
+  c.start();
+  const std::string pod = gpu_pod("p", "u-p", 50);
+  // "n\u0031" is "n1" (Go escapes only <, >, & and controls, but any JSON
+  // escape is valid).
+  auto r = c.driver().post(0, "filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":[\"n\\u0031\",\"n2\"]}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["NodeNames"], json::array({"n1"})) << r->body;
+  // The same list twice (the second answer reuses the first's lookups),
+  // then a node joins: the same list now finds it.
+  for (int round = 0; round < 2; ++round) {
+    auto f = c.driver().filter(0, pod, names({"n1", "n2"}));
+    ASSERT_TRUE(f) << f.message();
+    EXPECT_EQ(f->nodes, std::vector<std::string>{"n1"});
+    EXPECT_EQ(f->failed.count("n2") + f->unresolvable.count("n2"), 1u);
+  }
+  c.api->create("nodes", node_object("n2", 1));
+  ASSERT_TRUE(Cluster::wait_for([&] {
+    auto f = c.driver().filter(0, pod, names({"n1", "n2"}));
+    return f && f->nodes.size() == 2;
+  }));
+  c.api->remove("nodes", "", "n1");
+  ASSERT_TRUE(Cluster::wait_for([&] {
+    auto f = c.driver().filter(0, pod, names({"n1", "n2"}));
+    return f && f->nodes == std::vector<std::string>{"n2"};
+  }));
+}
+
 TEST(ExtenderFilter, PodsWithoutFracpackResourcesPassUntouched) {
   Standalone s(small_cluster());
   auto f = s.driver().filter(0, cpu_pod("web", "u-web"), names({"n1", "ghost", "n2"}));
