@@ -465,6 +465,7 @@ int main(int argc, char** argv) {
     }
   }
   server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);
+  server::tune_allocator_for_large_bodies();  // as fracpack serve does
   if (lat) {
     std::printf("%-10s %6s %-6s %7s %10s %10s %9s %9s %10s %8s %6s\n", "verb", "nodes", "mode", "clients", "body KiB",
                 "reply KiB", "p50 ms", "p99 ms", "req/s", "requests", "errors");

@@ -1,5 +1,6 @@
 #include "server/daemon.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -37,6 +38,12 @@ std::string hostname() {
 HttpResponse starting(int status, const std::string& why) { return HttpResponse{status, k8s::format_error(why)}; }
 
 }  // namespace
+
+void tune_allocator_for_large_bodies() {
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_TOP_PAD, 64 << 20);
+}
 
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   mode_ = options_.config.cluster.snapshot.empty() ? "kubernetes" : "snapshot";

@@ -42,6 +42,12 @@ struct DaemonOptions {
   std::function<void(k8s::InformerOptions&)> tune_informer;
 };
 
+// Keeps large request and reply buffers (a full NodeList is tens of MB)
+// in the heap between requests instead of mapping and faulting in fresh
+// pages for each: glibc maps allocations over its threshold afresh every
+// time. Call once at startup.
+void tune_allocator_for_large_bodies();
+
 class Daemon {
  public:
   explicit Daemon(DaemonOptions options);

@@ -90,6 +90,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  server::tune_allocator_for_large_bodies();
   server::DaemonOptions options;
   options.config = c;
   options.version = FRACPACK_VERSION_STRING;
