@@ -16,9 +16,6 @@
 // requests, no JSON DOM) so the figures are mostly fracpack's.
 //
 //   build/bench/extender_bench [--seconds 3] [--clients 4] [--nodes 1000,5000] [--pods 5000] [--skip-full]
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -147,15 +144,8 @@ std::vector<std::string> cluster_objects(int nodes, uint64_t seed) {
 // A blocking keep-alive HTTP/1.1 client over one TCP connection.
 class RawClient {
  public:
-  explicit RawClient(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  explicit RawClient(uint16_t port) : fd_(fracpack::testing::connect_loopback(port)) {
+    if (fd_ < 0) {
       std::perror("connect");
       std::exit(1);
     }

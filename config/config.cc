@@ -4,11 +4,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 
+#include "k8s/file_io.h"
 #include "scheduling/policy.h"
 #include "scheduling/quantity.h"
 
@@ -329,11 +329,9 @@ Result<Config> parse_config(std::string_view yaml, const std::string& source) {
 }
 
 Result<Config> load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read the configuration " + path};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path);
+  auto text = k8s::read_file(path);
+  if (!text) return Error{"configuration: " + text.message()};
+  return parse_config(*text, path);
 }
 
 }  // namespace fracpack::config

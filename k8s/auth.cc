@@ -3,21 +3,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <vector>
 
+#include "k8s/file_io.h"
+
 namespace fracpack::k8s {
 namespace {
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read " + path};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -93,7 +86,7 @@ Result<ClientConfig> in_cluster_config(const std::string& sa_dir) {
   if (!endpoint) return endpoint.error();
   ClientConfig c;
   c.endpoint = *endpoint;
-  auto ca = read_text(sa_dir + "/ca.crt");
+  auto ca = read_file(sa_dir + "/ca.crt");
   if (!ca) return Error{"in-cluster: " + ca.message()};
   c.tls.ca_pem = *ca;
   c.token = TokenSource::file(sa_dir + "/token");
@@ -117,7 +110,7 @@ Result<ClientConfig> kubeconfig_config(const std::string& path, const std::strin
 
   std::vector<std::pair<YAML::Node, std::string>> files;
   for (const auto& p : paths) {
-    auto text = read_text(p);
+    auto text = read_file(p);
     if (!text) {
       if (paths.size() > 1) continue;  // client-go skips missing files of a list
       return text.error();
@@ -152,7 +145,7 @@ Result<ClientConfig> kubeconfig_config(const std::string& path, const std::strin
     if (!pem) return Error{"kubeconfig cluster \"" + cluster_name + "\": certificate-authority-data: " + pem.message()};
     c.tls.ca_pem = *pem;
   } else if (const std::string file = str(cluster->node, "certificate-authority"); !file.empty()) {
-    auto pem = read_text(resolve(file, cluster->dir));
+    auto pem = read_file(resolve(file, cluster->dir));
     if (!pem) return Error{"kubeconfig cluster \"" + cluster_name + "\": certificate-authority: " + pem.message()};
     c.tls.ca_pem = *pem;
   }
@@ -182,7 +175,7 @@ Result<ClientConfig> kubeconfig_config(const std::string& path, const std::strin
       if (!pem) return Error{who + data_key + ": " + pem.message()};
       out = *pem;
     } else if (const std::string file = str(u, file_key); !file.empty()) {
-      auto pem = read_text(resolve(file, user->dir));
+      auto pem = read_file(resolve(file, user->dir));
       if (!pem) return Error{who + file_key + ": " + pem.message()};
       out = *pem;
     }

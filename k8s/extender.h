@@ -46,20 +46,10 @@ struct ExtenderArgs {
 // to spare (body.size() + 64) it is parsed in place, else copied.
 Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity = 0);
 
-// ExtenderFilterResult. Passing nodes are answered the way they came: names
-// for NodeNames, the unmodified objects for Nodes.
-struct FilterResult {
-  std::optional<std::vector<std::string_view>> node_names;
-  std::optional<std::vector<std::string_view>> nodes;  // raw Node objects
-  std::map<std::string, std::string> failed;                 // FailedNodes
-  std::map<std::string, std::string> failed_unresolvable;    // FailedAndUnresolvableNodes
-  std::string error;
-};
-std::string format_filter_result(const FilterResult& r);
-
-// The same reply, written as verdicts come (no maps, no copies of reasons):
-// pass() each passing node (its name, or its object text with
-// `full_nodes`), fail() each rejected one, then finish().
+// ExtenderFilterResult, written as verdicts come (no maps, no copies of
+// reasons). Passing nodes are answered the way they came: pass() each one's
+// name, or its unmodified object text with `full_nodes`; fail() each
+// rejected one (FailedNodes, or FailedAndUnresolvableNodes); then finish().
 class FilterReplyWriter {
  public:
   FilterReplyWriter(bool full_nodes, size_t expected);

@@ -3,14 +3,12 @@
 #include <malloc.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "k8s/auth.h"
 #include "k8s/binder.h"
 #include "k8s/contract.h"
+#include "k8s/file_io.h"
 #include "k8s/extender.h"
 #include "k8s/snapshot.h"
 #include "scheduling/policy.h"
@@ -19,15 +17,6 @@
 
 namespace fracpack::server {
 namespace {
-
-Result<std::string> slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read " + path};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error{"cannot read " + path};
-  return ss.str();
-}
 
 std::string hostname() {
   char buf[256] = {};
@@ -82,7 +71,7 @@ Status Daemon::start() {
 
   if (mode_ == "snapshot") {
     // Standalone: the state is the snapshot's; binds stay in memory.
-    auto text = slurp(c.cluster.snapshot);
+    auto text = k8s::read_file(c.cluster.snapshot);
     if (!text) return Error{"snapshot: " + text.message()};
     auto read = k8s::read_snapshot(*text, c.names);
     if (!read) return Error{"snapshot " + c.cluster.snapshot + ": " + read.message()};
@@ -95,7 +84,7 @@ Status Daemon::start() {
     std::string source = "the snapshot's ConfigMap";
     std::shared_ptr<const scheduling::ShapeCounts> workload;
     if (!c.workload.file.empty()) {
-      auto w = slurp(c.workload.file);
+      auto w = k8s::read_file(c.workload.file);
       if (!w) return Error{"workload.file: " + w.message()};
       auto parsed = k8s::parse_workload(*w);
       if (!parsed) return Error{"workload.file " + c.workload.file + ": " + parsed.message()};
@@ -198,32 +187,15 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
 
 std::vector<SourceHealth> Daemon::sources() const {
   std::vector<SourceHealth> out;
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto& [name, inf] : {std::pair{"pods", pod_informer_.get()}, std::pair{"nodes", node_informer_.get()}}) {
-    if (inf == nullptr) continue;
-    const k8s::InformerStats s = inf->stats();
-    SourceHealth h;
-    h.resource = name;
-    h.synced = s.synced;
-    h.lists = s.lists;
-    h.relists = s.relists;
-    h.watches = s.watches;
-    h.events = s.events;
-    h.errors = s.errors;
-    h.resource_version = s.resource_version;
-    if (s.last_event != std::chrono::steady_clock::time_point{}) {
-      h.last_event_age_seconds = std::chrono::duration<double>(now - s.last_event).count();
-    }
-    h.last_error = s.last_error;
-    out.push_back(std::move(h));
-  }
+  if (pod_informer_) out.push_back(SourceHealth{"pods", pod_informer_->stats()});
+  if (node_informer_) out.push_back(SourceHealth{"nodes", node_informer_->stats()});
   return out;
 }
 
 std::shared_ptr<const scheduling::ShapeCounts> Daemon::cluster_workload(std::string* source) {
   const config::WorkloadConfig& wc = options_.config.workload;
   if (!wc.file.empty()) {
-    auto text = slurp(wc.file);
+    auto text = k8s::read_file(wc.file);
     if (text) {
       if (auto w = k8s::parse_workload(*text)) {
         *source = wc.file;
@@ -297,8 +269,7 @@ void Daemon::control(std::stop_token stop) {
 
 void Daemon::handle(HttpRequest&& request, Reply reply) {
   if (ExtenderService* s = service_.load(std::memory_order_acquire)) return s->handle(std::move(request), std::move(reply));
-  const std::string path = request.target.substr(0, request.target.find('?'));
-  if (path == "/healthz") return reply(HttpResponse{200, "ok\n", "text/plain"});
+  if (request.path() == "/healthz") return reply(HttpResponse{200, "ok\n", "text/plain"});
   std::string why;
   {
     std::lock_guard lock(mu_);
@@ -307,7 +278,7 @@ void Daemon::handle(HttpRequest&& request, Reply reply) {
   if (why.empty()) {
     why = "fracpack is starting: waiting for the initial lists of pods and nodes";
     for (const auto& h : sources()) {
-      if (!h.synced) why += "; " + h.resource + (h.last_error.empty() ? ": listing" : ": " + h.last_error);
+      if (!h.stats.synced) why += "; " + h.resource + (h.stats.last_error.empty() ? ": listing" : ": " + h.stats.last_error);
     }
   }
   reply(starting(503, why));

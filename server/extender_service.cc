@@ -18,11 +18,6 @@ using scheduling::Verdict;
 HttpResponse json_response(int status, std::string body) { return HttpResponse{status, std::move(body)}; }
 HttpResponse bad_request(const std::string& message) { return json_response(400, k8s::format_error(message)); }
 
-std::string path_of(const std::string& target) {
-  const size_t q = target.find('?');
-  return q == std::string::npos ? target : target.substr(0, q);
-}
-
 // Counts rejections by class, then reports them once per request.
 struct RejectionTally {
   std::map<std::string_view, double> by_class;
@@ -95,7 +90,7 @@ ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator
 
 void ExtenderService::handle(HttpRequest&& request, Reply reply) {
   const auto started = std::chrono::steady_clock::now();
-  const std::string path = path_of(request.target);
+  const std::string path(request.path());
   std::string verb = "other";
   for (const char* v : {"filter", "prioritize", "bind", "preempt"}) {
     if (path == prefix_ + v) verb = v;
@@ -142,7 +137,7 @@ HttpResponse ExtenderService::readyz() const {
   std::string why = "initial lists not applied yet";
   if (options_.sources) {
     for (const auto& s : options_.sources()) {
-      if (!s.synced) why += "; " + s.resource + (s.last_error.empty() ? ": listing" : ": " + s.last_error);
+      if (!s.stats.synced) why += "; " + s.resource + (s.stats.last_error.empty() ? ": listing" : ": " + s.stats.last_error);
     }
   }
   return json_response(503, k8s::format_error(why));
@@ -152,7 +147,8 @@ void ExtenderService::remember(const k8s::Pod& pod) {
   if (pod.meta.uid.empty()) return;
   std::lock_guard lock(recent_mu_);
   if (auto it = recent_by_uid_.find(pod.meta.uid); it != recent_by_uid_.end()) {
-    *it->second = pod;
+    // filter and prioritize send the same pod: copy it only if it changed.
+    if (it->second->meta.resource_version != pod.meta.resource_version || pod.meta.resource_version.empty()) *it->second = pod;
     recent_.splice(recent_.begin(), recent_, it->second);
     return;
   }
@@ -339,21 +335,16 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
                                    ") is not known to fracpack yet (its informer has not seen it); kube-scheduler will retry");
   }
   k8s::BindTarget target{args->pod_namespace, args->pod_name, pod->meta.uid, args->node, {}};
-  auto finish = [this, reply, uid = pod->meta.uid, who, node = args->node](Binder::Outcome o, bool reserved) {
+  // `cards`: the gpu-indices annotation written with the Binding ("-" without cards).
+  auto finish = [this, reply, uid = pod->meta.uid, who, node = args->node](Binder::Outcome o, bool reserved,
+                                                                           const std::string& cards) {
     if (o.status.ok()) {
       if (reserved) {
         state_.note_bound(uid);
         metrics_.placed(evaluator_.policy_name());
       }
-      if (log_enabled(LogLevel::kInfo)) {
-        // One line per placement: where, and on which cards (the record the device plugin reads).
-        std::string cards = "-";
-        state_.read([&](const Ledger& l) {
-          if (const scheduling::PodRecord* r = l.pod(uid)) cards = k8s::format_indices(r->allocation);
-          return 0;
-        });
-        log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", cards}, {"policy", std::string(evaluator_.policy_name())}});
-      }
+      // One line per placement: where, and on which cards (the record the device plugin reads).
+      log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", cards}, {"policy", std::string(evaluator_.policy_name())}});
       reply(json_response(200, k8s::format_binding_result("")));
       return;
     }
@@ -381,18 +372,26 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
                  }, scheduling::Clock::now()).ok();
       evaluator_.observe(*req);  // a learning policy counts every placed pod, as the replay does
     }
-    return binder_.bind(std::move(target), *pod, [finish, reserved](Binder::Outcome o) { finish(std::move(o), reserved); });
+    return binder_.bind(std::move(target), *pod,
+                        [finish, reserved](Binder::Outcome o) { finish(std::move(o), reserved, "-"); });
   }
   if (!req) return fail("invalid_pod", "pod " + who + ": " + req.message());
+  // The Binding carries the allocation record and the card indices (one write, §5.1).
+  std::string cards;
+  auto annotate = [&](const scheduling::Allocation& a) {
+    cards = k8s::format_indices(a);
+    target.annotations = {{state_.names().allocation, k8s::format_allocation(a)}, {state_.names().indices, cards}};
+  };
   // A retried bind (its answer was lost): the reservation is already there.
   const bool retry = state_.read([&](const Ledger& l) {
     const scheduling::PodRecord* r = l.pod(pod->meta.uid);
     if (r == nullptr || r->node != args->node) return false;
-    target.annotations = {{state_.names().allocation, k8s::format_allocation(r->allocation)},
-                          {state_.names().indices, k8s::format_indices(r->allocation)}};
+    annotate(r->allocation);
     return true;
   });
-  if (retry) return binder_.bind(std::move(target), *pod, [finish](Binder::Outcome o) { finish(std::move(o), false); });
+  if (retry) {
+    return binder_.bind(std::move(target), *pod, [finish, cards](Binder::Outcome o) { finish(std::move(o), false, cards); });
+  }
   const scheduling::PodFacts facts{pod->meta.uid, who, req->cpu_milli, req->memory_bytes};
   auto chosen = state_.assume_chosen(
       facts,
@@ -406,9 +405,8 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
       scheduling::Clock::now());
   if (!chosen) return fail("no_longer_fits", chosen.message());
   evaluator_.observe(*req);
-  target.annotations = {{state_.names().allocation, k8s::format_allocation(*chosen)},
-                        {state_.names().indices, k8s::format_indices(*chosen)}};
-  binder_.bind(std::move(target), *pod, [finish](Binder::Outcome o) { finish(std::move(o), true); });
+  annotate(*chosen);
+  binder_.bind(std::move(target), *pod, [finish, cards](Binder::Outcome o) { finish(std::move(o), true, cards); });
 }
 
 HttpResponse ExtenderService::preempt(const std::string& body) {
@@ -639,14 +637,16 @@ void ExtenderService::collect(std::vector<SampledFamily>& out) const {
     SampledFamily errors{"fracpack_informer_errors_total", "Failed requests and broken streams.", Type::kCounter, {}};
     SampledFamily age{"fracpack_informer_last_event_age_seconds", "Seconds since the last watch event or bookmark (-1: none).",
                       Type::kGauge, {}};
-    for (const auto& s : options_.sources()) {
-      std::vector<std::pair<std::string, std::string>> l = {{"resource", s.resource}};
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [resource, s] : options_.sources()) {
+      std::vector<std::pair<std::string, std::string>> l = {{"resource", resource}};
       synced.samples.push_back({l, s.synced ? 1.0 : 0.0});
       lists.samples.push_back({l, static_cast<double>(s.lists)});
       relists.samples.push_back({l, static_cast<double>(s.relists)});
       events.samples.push_back({l, static_cast<double>(s.events)});
       errors.samples.push_back({l, static_cast<double>(s.errors)});
-      age.samples.push_back({l, s.last_event_age_seconds});
+      const bool never = s.last_event == std::chrono::steady_clock::time_point{};
+      age.samples.push_back({l, never ? -1.0 : std::chrono::duration<double>(now - s.last_event).count()});
     }
     for (auto* f : {&synced, &lists, &relists, &events, &errors, &age}) out.push_back(std::move(*f));
   }

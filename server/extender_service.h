@@ -29,6 +29,7 @@
 
 #include "k8s/binder.h"
 #include "k8s/cluster_state.h"
+#include "k8s/informer.h"
 #include "scheduling/evaluator.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -65,11 +66,7 @@ class StateBinder final : public Binder {
 // metrics; empty in standalone mode.
 struct SourceHealth {
   std::string resource;  // "pods", "nodes"
-  bool synced = false;
-  uint64_t lists = 0, relists = 0, watches = 0, events = 0, errors = 0;
-  double last_event_age_seconds = -1;
-  std::string resource_version;
-  std::string last_error;
+  k8s::InformerStats stats;
 };
 
 struct ServiceOptions {

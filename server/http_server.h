@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct HttpRequest {
   std::string body;
   std::string content_type;
   std::string remote;  // "10.0.0.1:41234"
+
+  // The target without its query string.
+  std::string_view path() const { return std::string_view(target).substr(0, target.find('?')); }
 };
 
 struct HttpResponse {

@@ -1,8 +1,6 @@
 #include "server/cmd/args.h"
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 namespace fracpack::cli {
 
@@ -45,24 +43,6 @@ std::optional<std::string> Args::get(const std::string& flag) const {
 
 std::string Args::get_or(const std::string& flag, const std::string& fallback) const {
   return get(flag).value_or(fallback);
-}
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read " + path};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error{"error reading " + path};
-  return ss.str();
-}
-
-Status write_file(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Error{"cannot write " + path};
-  out << content;
-  out.close();
-  if (!out) return Error{"error writing " + path};
-  return Status::Ok();
 }
 
 std::vector<std::string> split_list(const std::string& text, char sep) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/file_io.h"
 #include "scheduling/result.h"
 
 namespace fracpack::cli {
@@ -30,10 +31,9 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// Reads a whole file; the error names the path.
-Result<std::string> read_file(const std::string& path);
-// Writes a whole file; the error names the path.
-Status write_file(const std::string& path, const std::string& content);
+// Whole files (the error names the path).
+using k8s::read_file;
+using k8s::write_file;
 
 // "42-51" or "42,43,50" or "42".
 Result<std::vector<int64_t>> parse_seed_list(const std::string& text);

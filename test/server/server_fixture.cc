@@ -142,11 +142,9 @@ void Connected::start() {
 
 std::string Connected::url() const { return "http://127.0.0.1:" + std::to_string(daemon_->port()); }
 
-RawExchange raw_exchange(uint16_t port, const std::vector<std::string>& pieces, std::chrono::milliseconds pause,
-                         std::chrono::milliseconds timeout, bool until_close) {
-  RawExchange out;
-  const auto started = std::chrono::steady_clock::now();
+int connect_loopback(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -155,8 +153,17 @@ RawExchange raw_exchange(uint16_t port, const std::vector<std::string>& pieces, 
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return out;
+    return -1;
   }
+  return fd;
+}
+
+RawExchange raw_exchange(uint16_t port, const std::vector<std::string>& pieces, std::chrono::milliseconds pause,
+                         std::chrono::milliseconds timeout, bool until_close) {
+  RawExchange out;
+  const auto started = std::chrono::steady_clock::now();
+  const int fd = connect_loopback(port);
+  if (fd < 0) return out;
   auto read_some = [&](int wait_ms) {
     pollfd p{fd, POLLIN, 0};
     while (::poll(&p, 1, wait_ms) > 0) {

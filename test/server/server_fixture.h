@@ -67,6 +67,9 @@ struct Connected {
   std::unique_ptr<SchedulerDriver> driver_;
 };
 
+// A TCP connection to 127.0.0.1:port with TCP_NODELAY: the socket, or -1.
+int connect_loopback(uint16_t port);
+
 // One request over a fresh TCP connection: sends `bytes` (optionally in
 // pieces with pauses), returns what the server answered until it closed or
 // `timeout` passed.

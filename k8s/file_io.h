@@ -1,0 +1,14 @@
+// Whole-file reads and writes, with errors that name the path: kubeconfigs,
+// token and certificate files, snapshots, configurations, workloads.
+#pragma once
+
+#include <string>
+
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+Result<std::string> read_file(const std::string& path);
+Status write_file(const std::string& path, const std::string& content);
+
+}  // namespace fracpack::k8s
