@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "scheduling/replay/openb.h"
 #include "scheduling/result.h"
+#include "server/cmd/args.h"
 
 namespace fracpack::cli {
 
@@ -23,5 +25,18 @@ int fail(const std::string& message);
 // Go's rngCooked table from rng.go; null (with a warning) when the default
 // path is missing and none was given explicitly.
 Result<std::shared_ptr<const std::vector<int64_t>>> load_go_rng(const std::string& path, bool explicit_path);
+
+// What replay openb and convert openb read: the trace's node and pod lists
+// (--trace-dir, --nodes, --pods, --workload) and Go's seeding table
+// (--go-rng). Errors name the file.
+struct OpenbInputs {
+  std::vector<replay::OpenbNode> nodes;
+  std::vector<replay::OpenbPod> pods;
+  std::shared_ptr<const std::vector<int64_t>> go_cooked;
+  std::string pods_path;  // the pod list read (names the workload in reports)
+};
+Result<OpenbInputs> load_openb_inputs(const Args& args);
+// --tune: a positive number below 100 (default 1.3).
+Result<double> parse_tune(const Args& args);
 
 }  // namespace fracpack::cli

@@ -40,36 +40,18 @@ int cmd_convert_openb(const std::vector<std::string>& argv) {
     return 0;
   }
   if (!args->positional().empty()) return usage_error("unexpected argument " + args->positional()[0]);
-  const std::string dir = args->get_or("trace-dir", "../shared/traces/openb");
-  const std::string nodes_path = args->get_or("nodes", dir + "/openb_node_list_gpu_node.csv");
-  const std::string pods_path =
-      args->get_or("pods", dir + "/openb_pod_list_" + args->get_or("workload", "default") + ".csv");
   auto seeds = parse_seed_list(args->get_or("seed", "42"));
   if (!seeds || seeds->size() != 1) return usage_error("--seed takes one integer");
-  double tune = 1.3;
-  try {
-    tune = std::stod(args->get_or("tune", "1.3"));
-  } catch (...) {
-    tune = -1;
-  }
-  if (!(tune > 0 && tune < 100)) return usage_error("--tune must be a positive number, e.g. 1.3");
-
-  auto nodes_text = read_file(nodes_path);
-  if (!nodes_text) return fail(nodes_text.message());
-  auto pods_text = read_file(pods_path);
-  if (!pods_text) return fail(pods_text.message());
-  auto nodes = replay::parse_openb_nodes(*nodes_text);
-  if (!nodes) return fail(nodes_path + ": " + nodes.message());
-  auto pods = replay::parse_openb_pods(*pods_text);
-  if (!pods) return fail(pods_path + ": " + pods.message());
-  auto cooked = load_go_rng(args->get_or("go-rng", kDefaultGoRngSource), args->has("go-rng"));
-  if (!cooked) return fail(cooked.message());
+  auto tune = parse_tune(*args);
+  if (!tune) return usage_error(tune.message());
+  auto inputs = load_openb_inputs(*args);
+  if (!inputs) return fail(inputs.message());
 
   replay::ExperimentOptions eo;
   eo.seed = (*seeds)[0];
-  eo.tune = tune;
-  eo.go_cooked = *cooked;
-  const replay::ExperimentSetup setup = replay::prepare_experiment(*nodes, *pods, eo);
+  eo.tune = *tune;
+  eo.go_cooked = inputs->go_cooked;
+  const replay::ExperimentSetup setup = replay::prepare_experiment(inputs->nodes, inputs->pods, eo);
   auto json = k8s::openb_snapshot_json(setup, k8s::ContractNames{}, eo.seed);
   if (!json) return fail(json.message());
   if (auto out = args->get("output")) {

@@ -97,6 +97,34 @@ Result<std::shared_ptr<const std::vector<int64_t>>> load_go_rng(const std::strin
   return std::make_shared<const std::vector<int64_t>>(std::move(*table));
 }
 
+Result<OpenbInputs> load_openb_inputs(const Args& args) {
+  const std::string dir = args.get_or("trace-dir", "../shared/traces/openb");
+  const std::string nodes_path = args.get_or("nodes", dir + "/openb_node_list_gpu_node.csv");
+  const std::string pods_path = args.get_or("pods", dir + "/openb_pod_list_" + args.get_or("workload", "default") + ".csv");
+  auto nodes_text = read_file(nodes_path);
+  if (!nodes_text) return Error{nodes_text.message()};
+  auto pods_text = read_file(pods_path);
+  if (!pods_text) return Error{pods_text.message()};
+  auto nodes = replay::parse_openb_nodes(*nodes_text);
+  if (!nodes) return Error{nodes_path + ": " + nodes.message()};
+  auto pods = replay::parse_openb_pods(*pods_text);
+  if (!pods) return Error{pods_path + ": " + pods.message()};
+  auto cooked = load_go_rng(args.get_or("go-rng", kDefaultGoRngSource), args.has("go-rng"));
+  if (!cooked) return Error{cooked.message()};
+  return OpenbInputs{std::move(*nodes), std::move(*pods), *cooked, pods_path};
+}
+
+Result<double> parse_tune(const Args& args) {
+  const std::string text = args.get_or("tune", "1.3");
+  try {
+    size_t used = 0;
+    const double tune = std::stod(text, &used);
+    if (used == text.size() && tune > 0 && tune < 100) return tune;
+  } catch (...) {
+  }
+  return Error{"--tune must be a positive number, e.g. 1.3"};
+}
+
 int cmd_replay_openb(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv, {"trace-dir", "workload", "nodes", "pods", "policy", "seeds", "tune", "go-rng", "threads",
                                  "svg", "csv", "placements", "events"},
@@ -108,10 +136,6 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
   }
   if (!args->positional().empty()) return usage_error("unexpected argument " + args->positional()[0]);
 
-  const std::string dir = args->get_or("trace-dir", "../shared/traces/openb");
-  const std::string nodes_path = args->get_or("nodes", dir + "/openb_node_list_gpu_node.csv");
-  const std::string pods_path =
-      args->get_or("pods", dir + "/openb_pod_list_" + args->get_or("workload", "default") + ".csv");
   std::vector<std::string> policies = split_list(args->get_or("policy", "fgd,fracpack"));
   if (policies.size() == 1 && policies[0] == "all") policies = scheduling::policy_names();
   for (const auto& p : policies) {
@@ -122,14 +146,9 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
   }
   auto seeds = parse_seed_list(args->get_or("seeds", "42"));
   if (!seeds) return usage_error(seeds.message());
-  double tune = 1.3;
-  try {
-    size_t used = 0;
-    tune = std::stod(args->get_or("tune", "1.3"), &used);
-    if (used != args->get_or("tune", "1.3").size() || !(tune > 0 && tune < 100)) throw std::invalid_argument("");
-  } catch (...) {
-    return usage_error("--tune must be a positive number, e.g. 1.3");
-  }
+  auto tuned = parse_tune(*args);
+  if (!tuned) return usage_error(tuned.message());
+  const double tune = *tuned;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (auto t = args->get("threads")) {
     try {
@@ -140,16 +159,8 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
     if (threads < 1 || threads > 256) return usage_error("--threads must be 1..256");
   }
 
-  auto nodes_text = read_file(nodes_path);
-  if (!nodes_text) return fail(nodes_text.message());
-  auto pods_text = read_file(pods_path);
-  if (!pods_text) return fail(pods_text.message());
-  auto nodes = replay::parse_openb_nodes(*nodes_text);
-  if (!nodes) return fail(nodes_path + ": " + nodes.message());
-  auto pods = replay::parse_openb_pods(*pods_text);
-  if (!pods) return fail(pods_path + ": " + pods.message());
-  auto cooked = load_go_rng(args->get_or("go-rng", kDefaultGoRngSource), args->has("go-rng"));
-  if (!cooked) return fail(cooked.message());
+  auto inputs = load_openb_inputs(*args);
+  if (!inputs) return fail(inputs.message());
 
   // Seeds share nothing but the inputs: prepare each seed once, run its policies.
   struct Job {
@@ -170,8 +181,8 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
           replay::ExperimentOptions eo;
           eo.tune = tune;
           eo.seed = (*seeds)[s];
-          eo.go_cooked = *cooked;
-          setups[s] = replay::prepare_experiment(*nodes, *pods, eo);
+          eo.go_cooked = inputs->go_cooked;
+          setups[s] = replay::prepare_experiment(inputs->nodes, inputs->pods, eo);
         }
       });
     }
@@ -205,7 +216,7 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
   }
   if (!first_error.empty()) return fail(first_error);
 
-  const std::string workload = workload_name(pods_path);
+  const std::string workload = workload_name(inputs->pods_path);
   const int64_t total_gpus = setups[0].total_gpus;
   nlohmann::json doc;
   doc["workload"] = workload;

@@ -129,6 +129,20 @@ Result<k8s::HttpResponse> SchedulerDriver::post(size_t extender, const std::stri
   return r;
 }
 
+Result<json> SchedulerDriver::call(size_t extender, const std::string& verb, const std::string& body) {
+  // kube-scheduler's messages (extender.go send()): any status but 200, or
+  // a body that is not JSON, fails the call.
+  const std::string url = verb_url(extenders_.at(extender), verb);
+  auto r = post(extender, verb, body);
+  if (!r) return Error{"failed " + verb + " with extender at URL " + url + ": " + r.message()};
+  if (r->status != 200) return Error{"failed " + verb + " with extender at URL " + url + ", code " + std::to_string(r->status)};
+  try {
+    return json::parse(r->body);
+  } catch (const std::exception& ex) {
+    return Error{"failed " + verb + " with extender at URL " + url + ": " + ex.what()};
+  }
+}
+
 bool SchedulerDriver::interested(size_t extender, const std::string& pod_json) const {
   const ExtenderConfig& e = extenders_.at(extender);
   if (e.managed_resources.empty()) return true;
@@ -154,16 +168,9 @@ bool SchedulerDriver::interested(size_t extender, const std::string& pod_json) c
 Result<FilterOutcome> SchedulerDriver::filter(size_t extender, const std::string& pod_json,
                                               const std::vector<CandidateNode>& candidates) {
   const ExtenderConfig& e = extenders_.at(extender);
-  const std::string url = verb_url(e, e.filter_verb);
-  auto r = post(extender, e.filter_verb, extender_args_json(pod_json, candidates, e.node_cache_capable));
-  if (!r) return Error{"failed filter with extender at URL " + url + ": " + r.message()};
-  if (r->status != 200) return Error{"failed filter with extender at URL " + url + ", code " + std::to_string(r->status)};
-  json reply;
-  try {
-    reply = json::parse(r->body);
-  } catch (const std::exception& ex) {
-    return Error{"failed filter with extender at URL " + url + ": " + ex.what()};
-  }
+  auto called = call(extender, e.filter_verb, extender_args_json(pod_json, candidates, e.node_cache_capable));
+  if (!called) return Error{called.message()};
+  const json& reply = *called;
   if (!reply.is_null() && !reply.is_object()) return Error{"filter reply is not an object"};
   if (const json* err = field(reply, "Error")) {
     if (!err->is_string()) return Error{"filter reply: Error is not a string"};
@@ -205,16 +212,9 @@ Result<FilterOutcome> SchedulerDriver::filter(size_t extender, const std::string
 Result<std::map<std::string, int64_t>> SchedulerDriver::prioritize(size_t extender, const std::string& pod_json,
                                                                    const std::vector<CandidateNode>& candidates) {
   const ExtenderConfig& e = extenders_.at(extender);
-  const std::string url = verb_url(e, e.prioritize_verb);
-  auto r = post(extender, e.prioritize_verb, extender_args_json(pod_json, candidates, e.node_cache_capable));
-  if (!r) return Error{"failed prioritize with extender at URL " + url + ": " + r.message()};
-  if (r->status != 200) return Error{"failed prioritize with extender at URL " + url + ", code " + std::to_string(r->status)};
-  json reply;
-  try {
-    reply = json::parse(r->body);
-  } catch (const std::exception& ex) {
-    return Error{"failed prioritize with extender at URL " + url + ": " + ex.what()};
-  }
+  auto called = call(extender, e.prioritize_verb, extender_args_json(pod_json, candidates, e.node_cache_capable));
+  if (!called) return Error{called.message()};
+  const json& reply = *called;
   std::map<std::string, int64_t> out;
   if (reply.is_null()) return out;
   if (!reply.is_array()) return Error{"prioritize reply is not an array (HostPriorityList)"};
@@ -300,16 +300,9 @@ Status SchedulerDriver::bind(const std::string& ns, const std::string& name, con
     const ExtenderConfig& e = extenders_[i];
     if (e.bind_verb.empty()) continue;
     const json args = {{"PodName", name}, {"PodNamespace", ns}, {"PodUID", uid}, {"Node", node}};
-    const std::string url = verb_url(e, e.bind_verb);
-    auto r = post(i, e.bind_verb, args.dump());
-    if (!r) return Error{"failed bind with extender at URL " + url + ": " + r.message()};
-    if (r->status != 200) return Error{"failed bind with extender at URL " + url + ", code " + std::to_string(r->status)};
-    json reply;
-    try {
-      reply = json::parse(r->body);
-    } catch (const std::exception& ex) {
-      return Error{"failed bind with extender at URL " + url + ": " + ex.what()};
-    }
+    auto called = call(i, e.bind_verb, args.dump());
+    if (!called) return Error{called.message()};
+    const json& reply = *called;
     if (const json* err = field(reply, "Error")) {
       if (!err->is_string()) return Error{"bind reply: Error is not a string"};
       if (!err->get<std::string>().empty()) return Error{err->get<std::string>()};
@@ -334,15 +327,9 @@ Result<std::map<std::string, std::vector<std::string>>> SchedulerDriver::preempt
     meta[node] = {{"Pods", pods}, {"NumPDBViolations", 0}};
   }
   const std::string body = "{\"Pod\":" + pod_json + ",\"NodeNameToVictims\":null,\"NodeNameToMetaVictims\":" + meta.dump() + "}";
-  auto r = post(extender, e.preempt_verb, body);
-  if (!r) return Error{r.message()};
-  if (r->status != 200) return Error{"failed preempt, code " + std::to_string(r->status)};
-  json reply;
-  try {
-    reply = json::parse(r->body);
-  } catch (const std::exception& ex) {
-    return Error{ex.what()};
-  }
+  auto called = call(extender, e.preempt_verb, body);
+  if (!called) return Error{called.message()};
+  const json& reply = *called;
   std::map<std::string, std::vector<std::string>> out;
   const json* m = field(reply, "NodeNameToMetaVictims");
   if (m == nullptr) return out;

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "k8s/api_client.h"
 #include "scheduling/result.h"
 
@@ -95,6 +97,8 @@ class SchedulerDriver {
 
  private:
   explicit SchedulerDriver(std::vector<ExtenderConfig> extenders);
+  // POST and decode the reply (nlohmann::json), failing as kube-scheduler does.
+  Result<nlohmann::json> call(size_t extender, const std::string& verb, const std::string& body);
   struct Pool;
   std::vector<ExtenderConfig> extenders_;
   std::vector<size_t> order_;  // non-ignorable first, each group in configuration order
