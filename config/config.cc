@@ -29,7 +29,8 @@ struct Where {
 // the end is unknown.
 class Section {
  public:
-  Section(const YAML::Node& node, std::string path, const std::string& source) : node_(node), path_(std::move(path)), source_(source) {}
+  Section(const YAML::Node& node, std::string path, const std::string& source, std::vector<std::string>* keys)
+      : node_(node), path_(std::move(path)), source_(source), keys_(keys) {}
 
   Status check_is_map() const {
     if (node_.IsNull() || node_.IsMap()) return Status::Ok();
@@ -39,6 +40,7 @@ class Section {
   // Calls read(value, where) when the key is present and not null.
   Status field(const std::string& key, const std::function<Status(const YAML::Node&, const Where&)>& read) {
     known_[key] = true;
+    if (keys_) keys_->push_back(full(key));
     if (!node_.IsMap()) return Status::Ok();
     const YAML::Node& map = node_;  // const: reading never inserts
     const YAML::Node v = map[key];
@@ -50,13 +52,20 @@ class Section {
     known_[key] = true;
     const YAML::Node& map = node_;
     YAML::Node v = node_.IsMap() ? map[key] : YAML::Node();
-    return Section(v.IsDefined() ? v : YAML::Node(), full(key), source_);
+    return Section(v.IsDefined() ? v : YAML::Node(), full(key), source_, keys_);
   }
 
   Status finish() const {
     if (!node_.IsMap()) return Status::Ok();
+    std::map<std::string, int> seen;
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string key = it->first.Scalar();
+      // yaml-cpp keeps the first of two equal keys; Kubernetes' strict
+      // decoding calls that an error, and so do we.
+      if (seen.count(key)) {
+        return Where{source_, full(key), it->first.Mark().line}.error("duplicate key (first on line " + std::to_string(seen[key] + 1) + ")");
+      }
+      seen[key] = it->first.Mark().line;
       if (!known_.count(key)) {
         std::string known;
         for (const auto& [k, unused] : known_) known += (known.empty() ? "" : ", ") + k;
@@ -71,6 +80,7 @@ class Section {
   YAML::Node node_;
   std::string path_;
   const std::string& source_;
+  std::vector<std::string>* keys_;  // every leaf key read, when asked (config_keys)
   std::map<std::string, bool> known_;
 };
 
@@ -218,10 +228,18 @@ Result<std::pair<std::string, uint16_t>> parse_listen(std::string_view text) {
 
 Status validate(const Config& c) {
   if (auto l = parse_listen(c.listen); !l) return Error{"listen: " + l.message()};
+  if (!c.metrics_listen.empty()) {
+    auto m = parse_listen(c.metrics_listen);
+    if (!m) return Error{"metricsListen: " + m.message()};
+    auto l = parse_listen(c.listen);
+    if (m->second != 0 && m->second == l->second) return Error{"metricsListen: the port " + std::to_string(m->second) + " is listen's too"};
+  }
   if (c.url_prefix.empty() || c.url_prefix.front() != '/') return Error{"urlPrefix: must start with \"/\" (got \"" + c.url_prefix + "\")"};
-  if (c.tls.cert_file.empty() != c.tls.key_file.empty()) return Error{"tls: certFile and keyFile go together"};
+  if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
+    return Error{c.tls.key_file.empty() ? "tls.certFile: needs tls.keyFile too (both or neither)" : "tls.keyFile: needs tls.certFile too (both or neither)"};
+  }
   if (!c.cluster.kubeconfig.empty() && !c.cluster.snapshot.empty()) {
-    return Error{"cluster: kubeconfig and snapshot exclude each other (a snapshot needs no API server)"};
+    return Error{"cluster.snapshot: excludes cluster.kubeconfig (a snapshot needs no API server)"};
   }
   const auto& known = scheduling::policy_names();
   if (std::find(known.begin(), known.end(), c.policy.name) == known.end()) {
@@ -239,7 +257,35 @@ Status validate(const Config& c) {
   return Status::Ok();
 }
 
-Result<Config> parse_config(std::string_view yaml, const std::string& source) {
+namespace {
+
+// The line of a dotted key ("tls.certFile") in the document, or of its
+// deepest present parent; -1 when none is present.
+int line_of(const YAML::Node& root, const std::string& dotted) {
+  YAML::Node node = root;
+  int line = -1;
+  size_t start = 0;
+  while (start <= dotted.size()) {
+    const size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node.IsMap()) break;
+    YAML::Node next;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.Scalar() == key) {
+        line = it->first.Mark().line;
+        next = it->second;
+        break;
+      }
+    }
+    if (!next.IsDefined()) break;
+    node = next;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return line;
+}
+
+Result<Config> parse_config_keys(std::string_view yaml, const std::string& source, std::vector<std::string>* keys) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
@@ -248,10 +294,11 @@ Result<Config> parse_config(std::string_view yaml, const std::string& source) {
   }
   Config c;
   Errors err;
-  Section top(root, "", source);
+  Section top(root, "", source, keys);
   err += top.check_is_map();
   err += top.field("listen", string_field(c.listen));
   err += top.field("urlPrefix", string_field(c.url_prefix));
+  err += top.field("metricsListen", string_field(c.metrics_listen));
   err += top.field("ioThreads", int_field(c.io_threads, 1, 64));
   err += top.field("bindWorkers", int_field(c.bind_workers, 1, 256));
 
@@ -324,8 +371,23 @@ Result<Config> parse_config(std::string_view yaml, const std::string& source) {
   err += contract.finish();
   err += top.finish();
   if (!err.first.ok()) return Error{err.first.message()};
-  if (Status s = validate(c); !s.ok()) return Error{source + ": " + s.message()};
+  if (Status s = validate(c); !s.ok()) {
+    // validate() names the key first ("tls.certFile: ..."): point at its line.
+    const std::string& m = s.message();
+    const int line = line_of(root, m.substr(0, m.find(':')));
+    return Error{source + (line >= 0 ? ":" + std::to_string(line + 1) : "") + ": " + m};
+  }
   return c;
+}
+
+}  // namespace
+
+Result<Config> parse_config(std::string_view yaml, const std::string& source) { return parse_config_keys(yaml, source, nullptr); }
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  (void)parse_config_keys("{}", "(keys)", &keys);
+  return keys;
 }
 
 Result<Config> load_config(const std::string& path) {

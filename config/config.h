@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "k8s/contract.h"
 #include "scheduling/result.h"
@@ -20,6 +21,7 @@ struct TlsConfig {
   std::string cert_file;  // both set: the extender port speaks TLS
   std::string key_file;
   milliseconds reload_interval{10000};  // how often the files are checked for a new certificate
+  bool operator==(const TlsConfig&) const = default;
 };
 
 struct LimitsConfig {
@@ -29,6 +31,7 @@ struct LimitsConfig {
   milliseconds body_timeout{30000};
   milliseconds idle_timeout{120000};
   milliseconds write_timeout{30000};
+  bool operator==(const LimitsConfig&) const = default;
 };
 
 struct ClusterConfig {
@@ -38,6 +41,7 @@ struct ClusterConfig {
   milliseconds assume_ttl{30000};
   milliseconds reconcile_interval{10000};
   bool events = true;
+  bool operator==(const ClusterConfig&) const = default;
 };
 
 struct PolicyConfig {
@@ -47,21 +51,28 @@ struct PolicyConfig {
   double learn_half_life = 2000;
   double prior_weight = 2000;
   bool check_node_resources = true;  // also check CPU and memory, as NodeResourcesFit does
+  bool operator==(const PolicyConfig&) const = default;
 };
 
 struct WorkloadConfig {
   std::string config_map = "fracpack-system/fracpack-target-workload";  // namespace/name; "" = none
   std::string file;                                                 // a workload JSON file
+  bool operator==(const WorkloadConfig&) const = default;
 };
 
 struct LogConfig {
   std::string level = "info";   // debug, info, warn, error
   std::string format = "json";  // json, logfmt
+  bool operator==(const LogConfig&) const = default;
 };
 
 struct Config {
   std::string listen = "0.0.0.0:8888";
   std::string url_prefix = "/";  // the verbs are served under it: <prefix>filter, ...
+  // A second, plain-HTTP listener serving only /healthz, /readyz, /metrics
+  // and /version ("" = none): the verbs stay on a loopback `listen` while
+  // kubelet's probes and Prometheus reach the pod's address.
+  std::string metrics_listen;
   int64_t io_threads = 2;
   int64_t bind_workers = 4;
   TlsConfig tls;
@@ -71,11 +82,15 @@ struct Config {
   WorkloadConfig workload;
   LogConfig log;
   k8s::ContractNames names;  // "contract:" in the file
+  bool operator==(const Config&) const = default;
 };
 
 // Parses YAML text; `source` names it in errors ("fracpack.yaml").
 Result<Config> parse_config(std::string_view yaml, const std::string& source);
 Result<Config> load_config(const std::string& path);
+
+// Every key the file may hold, dotted ("limits.maxConnections").
+std::vector<std::string> config_keys();
 
 // Checks what a parse cannot (relations between keys); parse_config calls it.
 Status validate(const Config& c);

@@ -42,6 +42,8 @@ struct ContractNames {
   std::vector<std::string> gpu_resources() const { return {gpu, gpu_memory, gpu_memory_percent, gpu_cores}; }
   // What the object decoders must keep for this contract.
   Selection selection() const;
+
+  bool operator==(const ContractNames&) const = default;
 };
 
 // kube-scheduler's IsInterested: does any container (app or init) name one

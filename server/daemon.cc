@@ -1,5 +1,7 @@
 #include "server/daemon.h"
 
+#include <map>
+
 #include <malloc.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "scheduling/policy.h"
 #include "server/api_binder.h"
 #include "server/log.h"
+#include "server/snapshot_source.h"
 
 namespace fracpack::server {
 namespace {
@@ -45,6 +48,7 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
 Daemon::~Daemon() { drain(std::chrono::milliseconds(0)); }
 
 uint16_t Daemon::port() const { return http_ ? http_->port() : 0; }
+uint16_t Daemon::metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
 
 bool Daemon::wait_serving(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
@@ -71,36 +75,15 @@ Status Daemon::start() {
 
   if (mode_ == "snapshot") {
     // Standalone: the state is the snapshot's; binds stay in memory.
-    auto text = k8s::read_file(c.cluster.snapshot);
-    if (!text) return Error{"snapshot: " + text.message()};
-    auto read = k8s::read_snapshot(*text, c.names);
-    if (!read) return Error{"snapshot " + c.cluster.snapshot + ": " + read.message()};
-    for (const auto& p : read->problems) log_warn("snapshot object skipped", {{"object", p.object}, {"reason", p.message}});
-    k8s::pad(*text);
-    auto list = k8s::parse_list(*text, state_->selection());
-    if (!list) return Error{"snapshot " + c.cluster.snapshot + ": " + list.message()};
-    state_->load_snapshot(*list);
+    auto loaded = load_snapshot_state(c, *state_);
+    if (!loaded) return Error{loaded.message()};
+    for (const auto& p : loaded->problems) log_warn("snapshot object skipped", {{"object", p.object}, {"reason", p.message}});
     binder_ = std::make_unique<StateBinder>(*state_);
-    std::string source = "the snapshot's ConfigMap";
-    std::shared_ptr<const scheduling::ShapeCounts> workload;
-    if (!c.workload.file.empty()) {
-      auto w = k8s::read_file(c.workload.file);
-      if (!w) return Error{"workload.file: " + w.message()};
-      auto parsed = k8s::parse_workload(*w);
-      if (!parsed) return Error{"workload.file " + c.workload.file + ": " + parsed.message()};
-      workload = std::make_shared<scheduling::ShapeCounts>(std::move(*parsed));
-      source = c.workload.file;
-    } else if (read->workload) {
-      workload = std::make_shared<scheduling::ShapeCounts>(*read->workload);
-    } else {
-      workload = std::make_shared<scheduling::ShapeCounts>(read->shapes);
-      source = "the snapshot's pods";
-    }
-    if (auto s = build_service(workload, source); !s.ok()) return s;
+    if (auto s = build_service(loaded->workload, loaded->workload_source); !s.ok()) return s;
     log_info("snapshot loaded", {{"file", c.cluster.snapshot},
-                                 {"nodes", std::to_string(read->nodes.size())},
-                                 {"bound_pods", std::to_string(read->bound.size())},
-                                 {"pending_pods", std::to_string(read->pending.size())}});
+                                 {"nodes", std::to_string(loaded->nodes)},
+                                 {"bound_pods", std::to_string(loaded->bound_pods)},
+                                 {"pending_pods", std::to_string(loaded->pending_pods)}});
   } else {
     if (options_.client) {
       client_ = *options_.client;
@@ -139,6 +122,24 @@ Status Daemon::start() {
                          {"tls", ho.cert_file.empty() ? "off" : "on"},
                          {"mode", mode_},
                          {"url_prefix", c.url_prefix}});
+  if (!c.metrics_listen.empty()) {
+    auto ml = config::parse_listen(c.metrics_listen);
+    if (!ml) return Error{"metricsListen: " + ml.message()};
+    HttpOptions mo = ho;
+    mo.address = ml->first.empty() ? "0.0.0.0" : ml->first;
+    mo.port = ml->second;
+    mo.threads = 1;
+    mo.max_connections = 64;
+    mo.cert_file.clear();  // plain HTTP: what kubelet's probes and a scrape expect
+    mo.key_file.clear();
+    metrics_http_ = std::make_unique<HttpServer>(mo, [this](HttpRequest&& r, Reply reply) {
+      const std::string path(r.path());
+      if (path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/version") return handle(std::move(r), std::move(reply));
+      reply(HttpResponse{404, k8s::format_error("only /healthz, /readyz, /metrics and /version are served here (metricsListen)")});
+    });
+    if (auto s = metrics_http_->start(); !s.ok()) return Error{"metricsListen: " + s.message()};
+    log_info("listening", {{"address", mo.address + ":" + std::to_string(metrics_http_->port())}, {"serves", "/healthz /readyz /metrics /version"}});
+  }
   if (mode_ == "kubernetes") {
     pod_thread_ = std::jthread([this](std::stop_token st) { pod_informer_->run(st); });
     node_thread_ = std::jthread([this](std::stop_token st) { node_informer_->run(st); });
@@ -244,8 +245,40 @@ void Daemon::control(std::stop_token stop) {
     std::unique_lock lock(m);
     cv.wait_for(lock, stop, d, [] { return false; });
   };
-  while (!stop.stop_requested() && !state_->ready()) sleep_for(std::chrono::milliseconds(20));
+  // API server trouble goes to the log as it happens (readiness says it
+  // too): a line when a watch source fails with a new error, then at most one
+  // per 30 s while the same error repeats; a line when a source first syncs.
+  struct Seen {
+    uint64_t errors = 0;  // failures already reported
+    std::string error;
+    std::chrono::steady_clock::time_point logged{};
+    bool synced = false;
+  };
+  std::map<std::string, Seen> seen;
+  auto report_sources = [&] {
+    for (const auto& h : sources()) {
+      Seen& s = seen[h.resource];
+      if (h.stats.synced && !s.synced) {
+        log_info("synced", {{"resource", h.resource}, {"resource_version", h.stats.resource_version}});
+      }
+      s.synced = h.stats.synced;
+      if (h.stats.errors <= s.errors) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (h.stats.last_error == s.error && now - s.logged < std::chrono::seconds(30)) continue;
+      log_warn("api server request failed", {{"resource", h.resource},
+                                             {"error", h.stats.last_error},
+                                             {"failures", std::to_string(h.stats.errors - s.errors)}});
+      s.errors = h.stats.errors;
+      s.error = h.stats.last_error;
+      s.logged = now;
+    }
+  };
+  for (int tick = 0; !stop.stop_requested() && !state_->ready(); ++tick) {
+    if (tick % 25 == 0) report_sources();
+    sleep_for(std::chrono::milliseconds(20));
+  }
   if (stop.stop_requested()) return;
+  report_sources();
   std::string source;
   auto workload = cluster_workload(&source);
   if (auto s = build_service(workload, source); !s.ok()) {
@@ -256,9 +289,13 @@ void Daemon::control(std::stop_token stop) {
   // interval are checked against the API server; the TTL is the backstop.
   k8s::ApiClient client(*client_);
   const auto interval = options_.config.cluster.reconcile_interval;
+  auto next_reconcile = std::chrono::steady_clock::now() + interval;
   while (!stop.stop_requested()) {
-    sleep_for(interval);
+    sleep_for(std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(1000)));
     if (stop.stop_requested()) break;
+    report_sources();
+    if (std::chrono::steady_clock::now() < next_reconcile) continue;
+    next_reconcile = std::chrono::steady_clock::now() + interval;
     const size_t released = k8s::reconcile_assumptions(client, *state_, interval);
     const size_t expired = state_->expire(scheduling::Clock::now());
     if (released + expired > 0) {
@@ -291,6 +328,7 @@ void Daemon::drain(std::chrono::milliseconds grace) {
     drained_ = true;
   }
   if (http_) http_->drain(grace);
+  if (metrics_http_) metrics_http_->drain(std::chrono::milliseconds(0));
   for (std::jthread* t : {&control_thread_, &pod_thread_, &node_thread_, &events_thread_}) {
     if (t->joinable()) {
       t->request_stop();
@@ -299,6 +337,7 @@ void Daemon::drain(std::chrono::milliseconds grace) {
   }
   binder_.reset();  // pending binds fail ("shutting down") and release their reservations
   if (http_) http_->stop();
+  if (metrics_http_) metrics_http_->stop();
 }
 
 }  // namespace fracpack::server

@@ -59,6 +59,7 @@ class Daemon {
   // read, no API server credentials, the port is taken, a TLS file is bad.
   Status start();
   uint16_t port() const;
+  uint16_t metrics_port() const;  // 0 without metricsListen
   // The extender service is built (initial sync done, workload known).
   bool serving() const { return service_.load(std::memory_order_acquire) != nullptr; }
   bool wait_serving(std::chrono::milliseconds timeout) const;
@@ -90,6 +91,7 @@ class Daemon {
   std::unique_ptr<ExtenderService> service_owner_;
   std::atomic<ExtenderService*> service_{nullptr};
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<HttpServer> metrics_http_;  // metricsListen: probes and /metrics only
   std::jthread pod_thread_, node_thread_, events_thread_, control_thread_;
   mutable std::mutex mu_;
   mutable std::condition_variable_any serving_cv_;

@@ -6,6 +6,7 @@
 #include "k8s/contract.h"
 #include "k8s/extender.h"
 #include "scheduling/fragmentation.h"
+#include "server/ledger_report.h"
 #include "server/log.h"
 
 namespace fracpack::server {
@@ -36,27 +37,6 @@ struct RejectionTally {
   }
 };
 
-void append_kv(std::string& out, const char* key, std::string_view value, bool comma = true) {
-  if (comma) out.push_back(',');
-  out.push_back('"');
-  out += key;
-  out += "\":";
-  k8s::append_json_string(out, value);
-}
-
-void append_num(std::string& out, const char* key, double value, bool comma = true) {
-  if (comma) out.push_back(',');
-  out.push_back('"');
-  out += key;
-  out += "\":";
-  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
-    out += std::to_string(static_cast<int64_t>(value));
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(value) ? value : 0.0);
-    out += buf;
-  }
-}
 
 }  // namespace
 
@@ -120,9 +100,9 @@ void ExtenderService::handle(HttpRequest&& request, Reply reply) {
   if (path == "/readyz") return timed(readyz());
   if (path == "/version") {
     std::string body = "{";
-    append_kv(body, "version", options_.version, false);
-    append_kv(body, "policy", evaluator_.policy_name());
-    append_kv(body, "mode", options_.mode);
+    append_json_field(body, "version", options_.version, false);
+    append_json_field(body, "policy", evaluator_.policy_name());
+    append_json_field(body, "mode", options_.mode);
     body += "}";
     return timed(json_response(200, body));
   }
@@ -336,15 +316,17 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
   }
   k8s::BindTarget target{args->pod_namespace, args->pod_name, pod->meta.uid, args->node, {}};
   // `cards`: the gpu-indices annotation written with the Binding ("-" without cards).
+  // `reason`: why these cards (the placement line says it).
   auto finish = [this, reply, uid = pod->meta.uid, who, node = args->node](Binder::Outcome o, bool reserved,
-                                                                           const std::string& cards) {
+                                                                           const std::string& cards, const std::string& reason) {
     if (o.status.ok()) {
       if (reserved) {
         state_.note_bound(uid);
         metrics_.placed(evaluator_.policy_name());
       }
       // One line per placement: where, and on which cards (the record the device plugin reads).
-      log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", cards}, {"policy", std::string(evaluator_.policy_name())}});
+      log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", cards}, {"policy", std::string(evaluator_.policy_name())},
+                          {"reason", reason}});
       reply(json_response(200, k8s::format_binding_result("")));
       return;
     }
@@ -373,7 +355,9 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
       evaluator_.observe(*req);  // a learning policy counts every placed pod, as the replay does
     }
     return binder_.bind(std::move(target), *pod,
-                        [finish, reserved](Binder::Outcome o) { finish(std::move(o), reserved, "-"); });
+                        [finish, reserved](Binder::Outcome o) {
+                          finish(std::move(o), reserved, "-", "no GPU share asked: kube-scheduler's node, CPU and memory reserved");
+                        });
   }
   if (!req) return fail("invalid_pod", "pod " + who + ": " + req.message());
   // The Binding carries the allocation record and the card indices (one write, §5.1).
@@ -390,9 +374,12 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
     return true;
   });
   if (retry) {
-    return binder_.bind(std::move(target), *pod, [finish, cards](Binder::Outcome o) { finish(std::move(o), false, cards); });
+    return binder_.bind(std::move(target), *pod, [finish, cards](Binder::Outcome o) {
+      finish(std::move(o), false, cards, "a retried bind: the cards reserved by the first attempt");
+    });
   }
   const scheduling::PodFacts facts{pod->meta.uid, who, req->cpu_milli, req->memory_bytes};
+  std::string reason;
   auto chosen = state_.assume_chosen(
       facts,
       [&](const Ledger& l) -> Result<scheduling::Allocation> {
@@ -400,13 +387,14 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
         if (node == nullptr || !node->present()) return Error{"node " + args->node + " is not known to fracpack"};
         Verdict v = evaluator_.evaluate_one(*req, *node);
         if (!v.fits) return Error{"pod " + who + " no longer fits node " + args->node + ": " + v.reason};
+        reason = "the policy's best cards on the node (score " + std::to_string(v.score) + ")";
         return scheduling::materialize(*req, *node, v.picks);
       },
       scheduling::Clock::now());
   if (!chosen) return fail("no_longer_fits", chosen.message());
   evaluator_.observe(*req);
   annotate(*chosen);
-  binder_.bind(std::move(target), *pod, [finish, cards](Binder::Outcome o) { finish(std::move(o), true, cards); });
+  binder_.bind(std::move(target), *pod, [finish, cards, reason](Binder::Outcome o) { finish(std::move(o), true, cards, reason); });
 }
 
 HttpResponse ExtenderService::preempt(const std::string& body) {
@@ -483,83 +471,7 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
 }
 
 std::string ExtenderService::ledger_json() const {
-  return state_.read([&](const Ledger& ledger) {
-    std::string out = "{\"nodes\":[";
-    int64_t gpus = 0, used_milli = 0, pods = 0;
-    bool first_node = true;
-    for (const auto& [name, node] : ledger.nodes()) {
-      if (!first_node) out.push_back(',');
-      first_node = false;
-      out.push_back('{');
-      append_kv(out, "name", name, false);
-      out += std::string(",\"present\":") + (node.present() ? "true" : "false");
-      append_num(out, "cpuMilli", static_cast<double>(node.spec().cpu_milli));
-      append_num(out, "cpuRequestedMilli", static_cast<double>(node.cpu_requested()));
-      append_num(out, "memoryBytes", static_cast<double>(node.spec().memory_bytes));
-      append_num(out, "memoryRequestedBytes", static_cast<double>(node.memory_requested()));
-      out += ",\"cards\":[";
-      for (size_t p = 0; p < node.cards().size(); ++p) {
-        const auto& card = node.cards()[p];
-        const auto& use = node.use()[p];
-        if (p) out.push_back(',');
-        out.push_back('{');
-        append_num(out, "index", card.index, false);
-        append_kv(out, "uuid", card.uuid);
-        append_kv(out, "model", card.model);
-        append_num(out, "memoryMiB", static_cast<double>(card.memory_mib));
-        append_num(out, "memoryUsedMiB", static_cast<double>(use.memory_mib));
-        append_num(out, "computeMilli", 1000);
-        append_num(out, "computeUsedMilli", use.cores);
-        append_num(out, "sharers", use.sharers);
-        out += std::string(",\"healthy\":") + (card.healthy ? "true" : "false");
-        out += std::string(",\"cordoned\":") + (card.cordoned ? "true" : "false");
-        out += ",\"pods\":[";
-        bool first_pod = true;
-        for (const scheduling::PodRecord* r : node.pods()) {
-          for (const auto& c : r->charges) {
-            if (c.index != card.index) continue;
-            if (!first_pod) out.push_back(',');
-            first_pod = false;
-            k8s::append_json_string(out, r->key);
-          }
-        }
-        out += "]}";
-        if (node.present()) {
-          ++gpus;
-          used_milli += std::min(use.cores, scheduling::kCardMilli);
-        }
-      }
-      out += "],\"pods\":[";
-      for (size_t i = 0; i < node.pods().size(); ++i) {
-        const scheduling::PodRecord* r = node.pods()[i];
-        if (i) out.push_back(',');
-        out.push_back('{');
-        append_kv(out, "pod", r->key, false);
-        append_kv(out, "uid", r->uid);
-        append_kv(out, "phase", r->phase == scheduling::PodPhase::kAssumed ? "assumed" : "confirmed");
-        out.push_back('}');
-        ++pods;
-      }
-      out += "]}";
-    }
-    out += "],\"totals\":{";
-    append_num(out, "nodes", static_cast<double>(ledger.nodes().size()), false);
-    append_num(out, "gpus", static_cast<double>(gpus));
-    append_num(out, "gpuMilliUsed", static_cast<double>(used_milli));
-    append_num(out, "allocatedRatio", gpus > 0 ? static_cast<double>(used_milli) / (1000.0 * static_cast<double>(gpus)) : 0);
-    append_num(out, "pods", static_cast<double>(pods));
-    append_num(out, "assumedPods", static_cast<double>(ledger.assumed_count()));
-    if (options_.workload) {
-      scheduling::FragmentationModel model(scheduling::Workload::typical(*options_.workload));
-      double frag = 0;
-      for (const auto& [name, node] : ledger.nodes()) {
-        if (node.present()) frag += model.frag(node);
-      }
-      append_num(out, "fragmentationRatio", gpus > 0 ? frag / (1000.0 * static_cast<double>(gpus)) : 0);
-    }
-    out += "}}";
-    return out;
-  });
+  return state_.read([&](const Ledger& ledger) { return ledger_report_json(ledger, options_.workload.get()); });
 }
 
 void ExtenderService::collect(std::vector<SampledFamily>& out) const {

@@ -1,6 +1,6 @@
 // fracpack: a kube-scheduler extender for fractional GPU placement.
 // One binary, subcommands by layer: replay and convert drive the scheduling
-// core offline; serve (the extender) and inspect come with the HTTP service.
+// core offline; serve is the extender; inspect shows its ledger.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -17,6 +17,7 @@ commands:
   replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods -A -o json)
   convert openb     write the openb trace as a cluster snapshot
   serve             run the kube-scheduler extender (HTTP)
+  inspect           show per node and card what is reserved (a server or a snapshot)
   version           print the version
 
 Run "fracpack <command> --help" for a command's options.
@@ -24,19 +25,6 @@ Run "fracpack <command> --help" for a command's options.
 
 }  // namespace
 
-namespace fracpack::cli {
-
-int usage_error(const std::string& message) {
-  std::cerr << "fracpack: " << message << "\n";
-  return 2;
-}
-
-int fail(const std::string& message) {
-  std::cerr << "fracpack: " << message << "\n";
-  return 1;
-}
-
-}  // namespace fracpack::cli
 
 int main(int argc, char** argv) {
   using namespace fracpack::cli;
@@ -55,6 +43,7 @@ int main(int argc, char** argv) {
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "snapshot") return cmd_replay_snapshot(rest(2));
     if (args[0] == "convert" && args.size() >= 2 && args[1] == "openb") return cmd_convert_openb(rest(2));
     if (args[0] == "serve") return cmd_serve(rest(1));
+    if (args[0] == "inspect") return cmd_inspect(rest(1));
     if (args[0] == "replay" || args[0] == "convert") {
       return usage_error(args[0] + " needs a source: " + (args[0] == "replay" ? "openb or snapshot" : "openb"));
     }

@@ -1,5 +1,9 @@
 #include "test/testlib.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -17,6 +21,31 @@ std::optional<std::string> read_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+CommandResult run_fracpack(const std::vector<std::string>& argv) {
+  std::string command = "'" FRACPACK_BINARY "'";
+  for (const auto& a : argv) {
+    std::string quoted = "'";
+    for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    command += " " + quoted + "'";
+  }
+  char err_path[] = "/tmp/fracpack-test-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  if (fd < 0) return {};
+  close(fd);
+  command += std::string(" 2>'") + err_path + "'";
+  CommandResult r;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[65536];
+    size_t n = 0;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  r.err = read_file(err_path).value_or("");
+  unlink(err_path);
+  return r;
 }
 
 std::optional<std::string> read_shared(const std::string& relative) { return read_file(shared_dir() + "/" + relative); }

@@ -23,4 +23,12 @@ scheduling::NodeSpec node(const std::string& name, int gpus, int64_t memory_mib 
 scheduling::PodRequest pod(const std::string& name, int cards, int cores_milli, int64_t memory_mib = 0,
                            int64_t cpu_milli = 1000);
 
+// The fracpack binary run as a process (the CLI as a user meets it): its
+// exit code, standard output and standard error. `argv` excludes the binary.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+CommandResult run_fracpack(const std::vector<std::string>& argv);
+
 }  // namespace fracpack::testing

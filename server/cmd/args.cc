@@ -1,8 +1,21 @@
 #include "server/cmd/args.h"
 
 #include <charconv>
+#include <iostream>
+
+#include "server/cmd/commands.h"
 
 namespace fracpack::cli {
+
+int usage_error(const std::string& message) {
+  std::cerr << "fracpack: " << message << "\n";
+  return 2;
+}
+
+int fail(const std::string& message) {
+  std::cerr << "fracpack: " << message << "\n";
+  return 1;
+}
 
 Result<Args> Args::parse(const std::vector<std::string>& argv, const std::set<std::string>& valued,
                          const std::set<std::string>& switches) {

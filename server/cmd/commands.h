@@ -17,6 +17,7 @@ int cmd_replay_openb(const std::vector<std::string>& argv);
 int cmd_replay_snapshot(const std::vector<std::string>& argv);
 int cmd_convert_openb(const std::vector<std::string>& argv);
 int cmd_serve(const std::vector<std::string>& argv);
+int cmd_inspect(const std::vector<std::string>& argv);
 
 // Prints "fracpack: <message>" to stderr and returns 2 (usage) or 1 (failure).
 int usage_error(const std::string& message);

@@ -26,6 +26,9 @@ options:
   --config FILE        the YAML configuration
   --listen ADDR:PORT   listen address (config: listen; default 0.0.0.0:8888)
   --url-prefix PATH    the verbs' prefix (config: urlPrefix; default /)
+  --metrics-listen ADDR:PORT
+                       also serve /healthz, /readyz, /metrics, /version (only) here
+                       (config: metricsListen; default none)
   --kubeconfig FILE    API server access from a kubeconfig (default: in-cluster)
   --snapshot FILE      standalone: a cluster snapshot (kubectl get nodes,pods -A -o json)
   --policy NAME        placement policy (config: policy.name; default fracpack)
@@ -40,7 +43,7 @@ options:
 
 int cmd_serve(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
-                          {"config", "listen", "url-prefix", "kubeconfig", "snapshot", "policy", "tls-cert", "tls-key",
+                          {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "tls-cert", "tls-key",
                            "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
@@ -57,6 +60,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   }
   if (auto v = args->get("listen")) c.listen = *v;
   if (auto v = args->get("url-prefix")) c.url_prefix = *v;
+  if (auto v = args->get("metrics-listen")) c.metrics_listen = *v;
   if (auto v = args->get("kubeconfig")) {
     c.cluster.kubeconfig = *v;
     c.cluster.snapshot.clear();

@@ -90,8 +90,6 @@ config::Config test_config() {
   return c;
 }
 
-namespace {
-
 std::unique_ptr<SchedulerDriver> driver_for(const std::string& url) {
   ExtenderConfig e;
   e.url_prefix = url + "/";
@@ -99,8 +97,6 @@ std::unique_ptr<SchedulerDriver> driver_for(const std::string& url) {
   if (!d) throw std::runtime_error(d.message());
   return std::move(*d);
 }
-
-}  // namespace
 
 Standalone::Standalone(const std::vector<std::string>& objects, config::Config c) {
   c.cluster.snapshot = dir.write("snapshot.json", k8s::list_json(objects));

@@ -38,6 +38,9 @@ std::string cpu_pod(const std::string& name, const std::string& uid);
 // A config for tests: 127.0.0.1, any port, short timeouts.
 config::Config test_config();
 
+// A scheduler driver with one extender at `url` ("http://127.0.0.1:PORT").
+std::unique_ptr<SchedulerDriver> driver_for(const std::string& url);
+
 // A daemon serving a snapshot (a v1 List of `objects`).
 struct Standalone {
   explicit Standalone(const std::vector<std::string>& objects, config::Config c = test_config());

@@ -1,0 +1,112 @@
+#include "server/ledger_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "k8s/contract.h"
+#include "scheduling/fragmentation.h"
+
+namespace fracpack::server {
+
+void append_json_field(std::string& out, const char* key, std::string_view value, bool comma) {
+  if (comma) out.push_back(',');
+  out.push_back('"');
+  out += key;
+  out += "\":";
+  k8s::append_json_string(out, value);
+}
+
+void append_json_number(std::string& out, const char* key, double value, bool comma) {
+  if (comma) out.push_back(',');
+  out.push_back('"');
+  out += key;
+  out += "\":";
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
+    out += std::to_string(static_cast<int64_t>(value));
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(value) ? value : 0.0);
+    out += buf;
+  }
+}
+
+std::string ledger_report_json(const scheduling::Ledger& ledger, const scheduling::ShapeCounts* workload) {
+  std::string out = "{\"nodes\":[";
+  int64_t gpus = 0, used_milli = 0, pods = 0;
+  bool first_node = true;
+  for (const auto& [name, node] : ledger.nodes()) {
+    if (!first_node) out.push_back(',');
+    first_node = false;
+    out.push_back('{');
+    append_json_field(out, "name", name, false);
+    out += std::string(",\"present\":") + (node.present() ? "true" : "false");
+    append_json_number(out, "cpuMilli", static_cast<double>(node.spec().cpu_milli));
+    append_json_number(out, "cpuRequestedMilli", static_cast<double>(node.cpu_requested()));
+    append_json_number(out, "memoryBytes", static_cast<double>(node.spec().memory_bytes));
+    append_json_number(out, "memoryRequestedBytes", static_cast<double>(node.memory_requested()));
+    out += ",\"cards\":[";
+    for (size_t p = 0; p < node.cards().size(); ++p) {
+      const auto& card = node.cards()[p];
+      const auto& use = node.use()[p];
+      if (p) out.push_back(',');
+      out.push_back('{');
+      append_json_number(out, "index", card.index, false);
+      append_json_field(out, "uuid", card.uuid);
+      append_json_field(out, "model", card.model);
+      append_json_number(out, "memoryMiB", static_cast<double>(card.memory_mib));
+      append_json_number(out, "memoryUsedMiB", static_cast<double>(use.memory_mib));
+      append_json_number(out, "computeMilli", 1000);
+      append_json_number(out, "computeUsedMilli", use.cores);
+      append_json_number(out, "sharers", use.sharers);
+      out += std::string(",\"healthy\":") + (card.healthy ? "true" : "false");
+      out += std::string(",\"cordoned\":") + (card.cordoned ? "true" : "false");
+      out += ",\"pods\":[";
+      bool first_pod = true;
+      for (const scheduling::PodRecord* r : node.pods()) {
+        for (const auto& c : r->charges) {
+          if (c.index != card.index) continue;
+          if (!first_pod) out.push_back(',');
+          first_pod = false;
+          k8s::append_json_string(out, r->key);
+        }
+      }
+      out += "]}";
+      if (node.present()) {
+        ++gpus;
+        used_milli += std::min(use.cores, scheduling::kCardMilli);
+      }
+    }
+    out += "],\"pods\":[";
+    for (size_t i = 0; i < node.pods().size(); ++i) {
+      const scheduling::PodRecord* r = node.pods()[i];
+      if (i) out.push_back(',');
+      out.push_back('{');
+      append_json_field(out, "pod", r->key, false);
+      append_json_field(out, "uid", r->uid);
+      append_json_field(out, "phase", r->phase == scheduling::PodPhase::kAssumed ? "assumed" : "confirmed");
+      out.push_back('}');
+      ++pods;
+    }
+    out += "]}";
+  }
+  out += "],\"totals\":{";
+  append_json_number(out, "nodes", static_cast<double>(ledger.nodes().size()), false);
+  append_json_number(out, "gpus", static_cast<double>(gpus));
+  append_json_number(out, "gpuMilliUsed", static_cast<double>(used_milli));
+  append_json_number(out, "allocatedRatio", gpus > 0 ? static_cast<double>(used_milli) / (1000.0 * static_cast<double>(gpus)) : 0);
+  append_json_number(out, "pods", static_cast<double>(pods));
+  append_json_number(out, "assumedPods", static_cast<double>(ledger.assumed_count()));
+  if (workload) {
+    scheduling::FragmentationModel model(scheduling::Workload::typical(*workload));
+    double frag = 0;
+    for (const auto& [name, node] : ledger.nodes()) {
+      if (node.present()) frag += model.frag(node);
+    }
+    append_json_number(out, "fragmentationRatio", gpus > 0 ? frag / (1000.0 * static_cast<double>(gpus)) : 0);
+  }
+  out += "}}";
+  return out;
+}
+
+}  // namespace fracpack::server

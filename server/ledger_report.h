@@ -1,0 +1,31 @@
+// The ledger as JSON, per node and card: what GET /debug/ledger serves and
+// what `fracpack inspect` prints (from a running server or from a snapshot,
+// through this one function).
+//
+// {"nodes":[{"name","present","cpuMilli","cpuRequestedMilli","memoryBytes",
+//            "memoryRequestedBytes",
+//            "cards":[{"index","uuid","model","memoryMiB","memoryUsedMiB",
+//                      "computeMilli","computeUsedMilli","sharers","healthy",
+//                      "cordoned","pods":["ns/name",...]}],
+//            "pods":[{"pod","uid","phase":"assumed"|"confirmed"}]}],
+//  "totals":{"nodes","gpus","gpuMilliUsed","allocatedRatio","pods",
+//            "assumedPods","fragmentationRatio" (with a target workload)}}
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "scheduling/ledger.h"
+#include "scheduling/workload.h"
+
+namespace fracpack::server {
+
+// `workload` may be null: then the totals carry no fragmentation figure.
+std::string ledger_report_json(const scheduling::Ledger& ledger, const scheduling::ShapeCounts* workload);
+
+// `"key":"value"` and `"key":number` (integers without a decimal point),
+// preceded by a comma unless `comma` is false.
+void append_json_field(std::string& out, const char* key, std::string_view value, bool comma = true);
+void append_json_number(std::string& out, const char* key, double value, bool comma = true);
+
+}  // namespace fracpack::server

@@ -1,0 +1,177 @@
+// The configuration file: the documented example is complete and equals the
+// defaults; every broken file is refused by `fracpack serve --check-config`
+// with a message naming the key and its line; flags override the file.
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+
+#include "test/testlib.h"
+
+namespace fracpack::config {
+namespace {
+
+using testing::run_fracpack;
+
+const std::string kExample = std::string(FRACPACK_SOURCE_DIR) + "/config/fracpack.yaml";
+
+// A dotted key ("limits.maxConnections") present in the document?
+bool has_key(const YAML::Node& root, const std::string& dotted) {
+  YAML::Node node = YAML::Clone(root);
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node.IsMap() || !node[key].IsDefined()) return false;
+    node.reset(node[key]);
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+}
+
+TEST(ExampleConfig, DocumentsEveryKeyWithItsDefaultValue) {
+  auto text = testing::read_file(kExample);
+  ASSERT_TRUE(text);
+  const YAML::Node root = YAML::Load(*text);
+  const std::vector<std::string> keys = config_keys();
+  EXPECT_GT(keys.size(), 40u);
+  for (const auto& key : keys) {
+    EXPECT_TRUE(has_key(root, key)) << key << " is read by fracpack but not documented in config/fracpack.yaml";
+    // Each key carries a comment: on its line, or on the line(s) before it
+    // (the contract's names are grouped under one).
+  }
+  auto parsed = parse_config(*text, "fracpack.yaml");
+  ASSERT_TRUE(parsed) << parsed.message();
+  EXPECT_TRUE(*parsed == Config{}) << "config/fracpack.yaml shows a value that is not the default";
+}
+
+TEST(ExampleConfig, ChecksCleanThroughTheBinary) {
+  auto r = run_fracpack({"serve", "--config", kExample, "--check-config"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "configuration ok\n");
+}
+
+struct Broken {
+  const char* name;
+  const char* yaml;
+  const char* message;  // expected in stderr, after "<file>:"
+};
+
+// Each entry: a broken file and the start of the message that must name the
+// key (and the line, counted from 1).
+const Broken kBroken[] = {
+    {"unknown top-level key", "listen: \":8888\"\nlissten: \":9999\"\n", "2: lissten: unknown key"},
+    {"unknown nested key", "policy:\n  nmae: fgd\n", "2: policy.nmae: unknown key"},
+    {"duplicate key", "log:\n  level: info\n  level: debug\n", "3: log.level: duplicate key (first on line 2)"},
+    {"integer expected", "ioThreads: many\n", "1: ioThreads: expected an integer, got \"many\""},
+    {"integer out of range", "\n\nioThreads: 0\n", "3: ioThreads: 0 is out of range [1, 64]"},
+    {"float for an integer", "bindWorkers: 2.5\n", "1: bindWorkers: expected an integer"},
+    {"size expected", "limits:\n  maxRequestBytes: 12Q\n", "2: limits.maxRequestBytes: expected a size like 64Mi"},
+    {"size out of range", "limits:\n  maxRequestBytes: 10\n", "2: limits.maxRequestBytes: 10 is out of range"},
+    {"bad duration unit", "tls:\n  reloadInterval: 10 parsecs\n", "2: tls.reloadInterval: unknown unit"},
+    {"duration out of range", "cluster:\n  assumeTtl: 10ms\n", "2: cluster.assumeTtl: 10ms is out of range"},
+    {"negative duration", "limits:\n  idleTimeout: -5s\n", "2: limits.idleTimeout: expected a duration"},
+    {"boolean expected", "cluster:\n  events: yes\n", "2: cluster.events: expected true or false, got \"yes\""},
+    {"number expected", "policy:\n  learnHalfLife: soon\n", "2: policy.learnHalfLife: expected a number"},
+    {"number out of range", "policy:\n  learnHalfLife: 0\n", "2: policy.learnHalfLife: 0 is out of range"},
+    {"unknown policy", "policy:\n  name: magic\n", "2: policy.name: unknown policy \"magic\""},
+    {"bad log level", "log:\n  level: loud\n", "2: log.level: expected debug, info, warn or error"},
+    {"bad log format", "log:\n  format: xml\n", "2: log.format: expected json or logfmt"},
+    {"listen without port", "listen: \"8888\"\n", "1: listen: expected HOST:PORT"},
+    {"listen bad port", "listen: \"0.0.0.0:99999\"\n", "1: listen: bad port"},
+    {"metricsListen on listen's port", "listen: \":8888\"\nmetricsListen: \"0.0.0.0:8888\"\n", "2: metricsListen: the port 8888"},
+    {"url prefix without slash", "urlPrefix: scheduler\n", "1: urlPrefix: must start with \"/\""},
+    {"certificate without key", "tls:\n  certFile: /tls/tls.crt\n", "2: tls.certFile: needs tls.keyFile"},
+    {"key without certificate", "tls:\n  keyFile: /tls/tls.key\n", "2: tls.keyFile: needs tls.certFile"},
+    {"kubeconfig and snapshot", "cluster:\n  kubeconfig: /k\n  snapshot: /s.json\n", "3: cluster.snapshot: excludes cluster.kubeconfig"},
+    {"workload ConfigMap without namespace", "workload:\n  configMap: justname\n", "2: workload.configMap: expected namespace/name"},
+    {"contract name with a space", "contract:\n  gpu: \"my gpu\"\n", "2: contract.gpu: \"my gpu\" is not a valid name"},
+    {"unknown contract name", "contract:\n  gpuMem: x.io/m\n", "2: contract.gpuMem: unknown key"},
+    {"section not a mapping", "tls: [a, b]\n", "1: tls: expected a mapping of keys"},
+    {"list for a string", "listen: [a]\n", "1: listen: expected a string"},
+    {"top level not a mapping", "- listen\n", "1: (top level): expected a mapping of keys"},
+    {"invalid YAML", "listen: \":8888\"\npolicy: {name: fgd\n", "3: invalid YAML"},
+};
+
+void PrintTo(const Broken& b, std::ostream* os) { *os << b.name; }
+
+class CheckConfig : public ::testing::TestWithParam<Broken> {};
+
+TEST_P(CheckConfig, RefusesTheFileNamingKeyAndLine) {
+  const Broken& b = GetParam();
+  const std::string path = ::testing::TempDir() + "fracpack-broken-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                           "-" + std::to_string(reinterpret_cast<uintptr_t>(&b)) + ".yaml";
+  std::ofstream(path) << b.yaml;
+  auto r = run_fracpack({"serve", "--config", path, "--check-config"});
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 1) << b.name;
+  EXPECT_EQ(r.out, "") << b.name;
+  EXPECT_NE(r.err.find(path + ":" + b.message), std::string::npos) << b.name << ": got: " << r.err;
+  // The in-process parser says the same.
+  auto parsed = parse_config(b.yaml, "f.yaml");
+  ASSERT_FALSE(parsed) << b.name;
+  EXPECT_NE(parsed.message().find(std::string("f.yaml:") + b.message), std::string::npos) << parsed.message();
+}
+
+std::string case_name(const ::testing::TestParamInfo<Broken>& info) {
+  std::string n;
+  for (const char* p = info.param.name; *p; ++p) n += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(BrokenFiles, CheckConfig, ::testing::ValuesIn(kBroken), case_name);
+
+TEST(CheckConfig, FlagsOverrideTheFileAndAreValidatedToo) {
+  const std::string path = ::testing::TempDir() + "fracpack-flags.yaml";
+  std::ofstream(path) << "policy:\n  name: magic\n";
+  // The file's bad value is refused...
+  EXPECT_EQ(run_fracpack({"serve", "--config", path, "--check-config"}).exit_code, 1);
+  std::ofstream(path) << "policy:\n  name: fgd\nlisten: \":8888\"\n";
+  // ... a flag's bad value too, naming the key ...
+  auto bad = run_fracpack({"serve", "--config", path, "--policy", "magic", "--check-config"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("policy.name: unknown policy \"magic\""), std::string::npos) << bad.err;
+  auto bad_listen = run_fracpack({"serve", "--config", path, "--listen", "nowhere", "--check-config"});
+  EXPECT_EQ(bad_listen.exit_code, 1);
+  EXPECT_NE(bad_listen.err.find("listen: expected HOST:PORT"), std::string::npos) << bad_listen.err;
+  // ... and a good flag wins over the file.
+  auto good = run_fracpack({"serve", "--config", path, "--policy", "bestfit", "--metrics-listen", ":9090", "--check-config"});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  // Unknown flags and a missing file are usage errors / failures with a message.
+  auto unknown = run_fracpack({"serve", "--polcy", "fgd", "--check-config"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown flag --polcy"), std::string::npos) << unknown.err;
+  auto missing = run_fracpack({"serve", "--config", path + ".absent", "--check-config"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find(path + ".absent"), std::string::npos) << missing.err;
+  std::remove(path.c_str());
+}
+
+TEST(Cli, EveryCommandAnswersHelp) {
+  for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
+           {"--help"}, {"serve", "--help"}, {"inspect", "--help"}, {"replay", "openb", "--help"}, {"replay", "snapshot", "--help"},
+           {"convert", "openb", "--help"}}) {
+    auto r = run_fracpack(cmd);
+    std::string joined;
+    for (const auto& a : cmd) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 0) << joined;
+    EXPECT_EQ(r.out.rfind("usage: fracpack", 0), 0u) << joined << ": " << r.out;
+  }
+  EXPECT_EQ(run_fracpack({}).exit_code, 2);
+  EXPECT_EQ(run_fracpack({"frobnicate"}).exit_code, 2);
+}
+
+TEST(ParseDuration, GoSyntax) {
+  EXPECT_EQ(parse_duration("1m30s")->count(), 90000);
+  EXPECT_EQ(parse_duration("250ms")->count(), 250);
+  EXPECT_EQ(parse_duration("1.5h")->count(), 5400000);
+  EXPECT_EQ(parse_duration("0")->count(), 0);
+  EXPECT_FALSE(parse_duration("10"));
+  EXPECT_FALSE(parse_duration(""));
+  EXPECT_FALSE(parse_duration("5 s"));
+}
+
+}  // namespace
+}  // namespace fracpack::config

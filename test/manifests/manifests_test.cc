@@ -1,0 +1,718 @@
+// manifests/ and manifests/chart, checked without a cluster: every object
+// has its required fields; the KubeSchedulerConfiguration and the fracpack
+// configuration agree (URL, verbs, resource names); the Deployment is
+// locked down and its probes reach fracpack; the RBAC grants exactly the API
+// calls the code makes; the example pods are accepted by the contract; and
+// the chart renders the same objects as the plain manifests.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "config/config.h"
+#include "k8s/contract.h"
+#include "k8s/objects.h"
+#include "test/manifests/chart_renderer.h"
+#include "test/testlib.h"
+
+namespace fracpack::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kRoot = FRACPACK_SOURCE_DIR;
+const fs::path kManifests = kRoot / "manifests";
+
+using Objects = std::vector<YAML::Node>;
+using Problems = std::vector<std::string>;
+
+Objects load_documents(const std::string& text, const std::string& source) {
+  Objects out;
+  for (YAML::Node doc : YAML::LoadAll(text)) {
+    if (doc.IsNull()) continue;
+    if (!doc.IsMap()) throw std::runtime_error(source + ": a document that is not a mapping");
+    out.push_back(doc);
+  }
+  return out;
+}
+
+Objects load_file(const fs::path& p) {
+  auto text = read_file(p.string());
+  if (!text) throw std::runtime_error("cannot read " + p.string());
+  return load_documents(*text, p.string());
+}
+
+// The plain manifests of an installation (not the Namespace, not the examples).
+Objects plain_installation() {
+  Objects out;
+  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "monitoring/servicemonitor.yaml"}) {
+    for (auto& o : load_file(kManifests / f)) out.push_back(o);
+  }
+  return out;
+}
+
+Objects render_chart(YAML::Node overrides = YAML::Node(YAML::NodeType::Map)) {
+  ChartContext c;
+  c.values = merge_values(YAML::LoadFile((kManifests / "chart/values.yaml").string()), overrides);
+  c.chart_app_version = YAML::LoadFile((kManifests / "chart/Chart.yaml").string())["appVersion"].as<std::string>();
+  Objects out;
+  std::vector<fs::path> templates;
+  for (const auto& e : fs::directory_iterator(kManifests / "chart/templates")) {
+    if (e.path().extension() == ".yaml") templates.push_back(e.path());
+  }
+  std::sort(templates.begin(), templates.end());
+  for (const auto& t : templates) {
+    auto text = read_file(t.string());
+    auto rendered = render_template(*text, c);
+    if (!rendered) throw std::runtime_error(t.filename().string() + ": " + rendered.message());
+    for (auto& o : load_documents(*rendered, t.string() + " (rendered)")) out.push_back(o);
+  }
+  return out;
+}
+
+// yaml-cpp: a const lookup of a missing key gives an invalid node that
+// throws on the next lookup; the checks use non-const handles throughout.
+std::string str(YAML::Node n) { return n.IsDefined() && n.IsScalar() ? n.Scalar() : ""; }
+std::string key_of(YAML::Node o) { return str(o["kind"]) + "/" + str(o["metadata"]["namespace"]) + "/" + str(o["metadata"]["name"]); }
+
+YAML::Node* find(const Objects& objects, const std::string& kind, const std::string& name) {
+  for (const auto& c : objects) {
+    auto& o = const_cast<YAML::Node&>(c);  // non-const lookups: see str()
+    if (str(o["kind"]) == kind && str(o["metadata"]["name"]) == name) return &o;
+  }
+  return nullptr;
+}
+
+// Deep equality: maps as key sets, scalars with their quoting (a quoted
+// "9090" is a string to Kubernetes, a plain 9090 a number).
+void compare(YAML::Node a, YAML::Node b, const std::string& path, Problems& out) {
+  if (a.Type() != b.Type()) {
+    out.push_back(path + ": different kinds of value");
+    return;
+  }
+  if (a.IsScalar()) {
+    if (a.Scalar() != b.Scalar() || (a.Tag() == "!") != (b.Tag() == "!")) {
+      out.push_back(path + ": " + a.Scalar() + (a.Tag() == "!" ? " (quoted)" : "") + " vs " + b.Scalar() + (b.Tag() == "!" ? " (quoted)" : ""));
+    }
+  } else if (a.IsSequence()) {
+    if (a.size() != b.size()) {
+      out.push_back(path + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " items");
+      return;
+    }
+    for (size_t i = 0; i < a.size(); ++i) compare(a[i], b[i], path + "[" + std::to_string(i) + "]", out);
+  } else if (a.IsMap()) {
+    std::set<std::string> keys;
+    for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it->first.Scalar());
+    for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it->first.Scalar());
+    for (const auto& k : keys) {
+      if (!a[k].IsDefined() || !b[k].IsDefined()) {
+        out.push_back(path + "." + k + ": only on one side");
+        continue;
+      }
+      compare(a[k], b[k], path + "." + k, out);
+    }
+  }
+}
+
+// The two configurations out of the ConfigMap.
+struct Configs {
+  std::optional<config::Config> fracpack;
+  YAML::Node scheduler;
+};
+
+Configs configs(const Objects& objects, Problems& out) {
+  Configs c;
+  YAML::Node* cm = find(objects, "ConfigMap", "fracpack-config");
+  if (!cm) {
+    out.push_back("no ConfigMap fracpack-config");
+    return c;
+  }
+  auto parsed = config::parse_config(str((*cm)["data"]["fracpack.yaml"]), "fracpack-config/fracpack.yaml");
+  if (!parsed) {
+    out.push_back(parsed.message());
+  } else {
+    c.fracpack = *parsed;
+  }
+  try {
+    c.scheduler = YAML::Load(str((*cm)["data"]["scheduler-config.yaml"]));
+  } catch (const YAML::Exception& e) {
+    out.push_back(std::string("scheduler-config.yaml: ") + e.what());
+  }
+  return c;
+}
+
+// kubernetes-protocol.md §8.1.
+bool valid_extended_resource_name(const std::string& n) {
+  if (n.find('/') == std::string::npos || n.find("kubernetes.io/") != std::string::npos || n.rfind("requests.", 0) == 0) return false;
+  static const std::regex qualified("^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$");
+  return std::regex_match(n, qualified) && n.find('/') <= 253;
+}
+
+void check_scheduler_config(const config::Config& fc, YAML::Node ks, Problems& out) {
+  auto bad = [&](const std::string& m) { out.push_back("KubeSchedulerConfiguration: " + m); };
+  if (str(ks["apiVersion"]) != "kubescheduler.config.k8s.io/v1") bad("apiVersion must be kubescheduler.config.k8s.io/v1");
+  if (str(ks["kind"]) != "KubeSchedulerConfiguration") bad("kind must be KubeSchedulerConfiguration");
+  // Decoded strictly by kube-scheduler (§3): unknown fields are fatal there.
+  static const std::set<std::string> top = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
+                                            "healthzBindAddress", "metricsBindAddress", "enableProfiling", "enableContentionProfiling",
+                                            "percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles",
+                                            "extenders", "delayCacheUntilActive"};
+  for (auto it = ks.begin(); it != ks.end(); ++it) {
+    if (!top.count(it->first.Scalar())) bad("unknown field " + it->first.Scalar());
+  }
+  if (str(ks["leaderElection"]["resourceName"]).empty() || str(ks["leaderElection"]["resourceName"]) == "kube-scheduler") {
+    bad("a second scheduler needs its own leaderElection.resourceName");
+  }
+  if (!ks["profiles"].IsSequence() || ks["profiles"].size() == 0) bad("no profiles");
+  for (auto p : ks["profiles"]) {
+    if (str(p["schedulerName"]).empty() || str(p["schedulerName"]) == "default-scheduler") bad("the profile needs its own schedulerName");
+  }
+  if (!ks["extenders"].IsSequence() || ks["extenders"].size() != 1) {
+    bad("expected exactly one extender");
+    return;
+  }
+  YAML::Node e = ks["extenders"][0];
+  static const std::set<std::string> fields = {"urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb",
+                                               "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable"};
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    if (!fields.count(it->first.Scalar())) bad("unknown extender field " + it->first.Scalar());
+  }
+  // The URL kube-scheduler calls: TrimRight(urlPrefix, "/") + "/" + verb (§2.1).
+  static const std::regex url("^(https?)://([^/:]+):([0-9]+)(/.*)?$");
+  std::smatch m;
+  const std::string prefix = str(e["urlPrefix"]);
+  if (!std::regex_match(prefix, m, url)) {
+    bad("urlPrefix " + prefix + " is not scheme://host:port[/path]");
+    return;
+  }
+  auto listen = config::parse_listen(fc.listen);
+  if (!listen) return bad("fracpack listen: " + listen.message());
+  if (listen->first != "127.0.0.1" || (m[2] != "127.0.0.1" && m[2] != "localhost")) {
+    bad("fracpack and kube-scheduler share the pod: the verbs belong on 127.0.0.1 (listen " + fc.listen + ", urlPrefix " + prefix + ")");
+  }
+  if (std::stoi(m[3]) != listen->second) bad("urlPrefix port " + std::string(m[3]) + " is not fracpack's listen port " + std::to_string(listen->second));
+  std::string path = m[4];
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  std::string served = fc.url_prefix;
+  if (served.back() != '/') served += '/';
+  if (path + "/" != served) bad("urlPrefix path " + path + "/ is not fracpack's urlPrefix " + served);
+  const bool https = m[1] == "https";
+  if (https != !fc.tls.cert_file.empty()) bad(std::string("urlPrefix is ") + (https ? "https" : "http") + " but fracpack's TLS is " + (https ? "off" : "on"));
+  if (https && !(e["enableHTTPS"].IsDefined() && e["enableHTTPS"].as<bool>())) bad("https needs enableHTTPS: true");
+  if (https && str(e["tlsConfig"]["caFile"]).empty() && str(e["tlsConfig"]["caData"]).empty()) bad("enableHTTPS without a CA skips verification (§2.1)");
+  for (const auto& [field, verb] : std::vector<std::pair<std::string, std::string>>{
+           {"filterVerb", "filter"}, {"prioritizeVerb", "prioritize"}, {"bindVerb", "bind"}, {"preemptVerb", "preempt"}}) {
+    if (str(e[field]) != verb) bad(field + " must be \"" + verb + "\" (what fracpack serves), got \"" + str(e[field]) + "\"");
+  }
+  if (!e["weight"].IsDefined() || e["weight"].as<int64_t>() <= 0) bad("a prioritizeVerb needs a positive weight");
+  if (!e["nodeCacheCapable"].IsDefined() || !e["nodeCacheCapable"].as<bool>()) bad("nodeCacheCapable: true (names, not whole Node objects)");
+  if (e["ignorable"].IsDefined() && e["ignorable"].as<bool>()) bad("ignorable: true would place GPU pods without fracpack");
+  if (auto d = config::parse_duration(str(e["httpTimeout"])); !d || d->count() < 1000) bad("httpTimeout must be a Go duration of at least 1s");
+  std::set<std::string> managed;
+  for (auto r : e["managedResources"]) {
+    managed.insert(str(r["name"]));
+    if (!valid_extended_resource_name(str(r["name"]))) bad(str(r["name"]) + " is not a valid extended resource name");
+    if (!r["ignoredByScheduler"].IsDefined() || !r["ignoredByScheduler"].as<bool>()) bad(str(r["name"]) + " needs ignoredByScheduler: true");
+  }
+  const auto want = fc.names.gpu_resources();
+  if (managed != std::set<std::string>(want.begin(), want.end())) bad("managedResources must be the contract's four pod resources");
+}
+
+YAML::Node* container(YAML::Node deployment, const std::function<bool(YAML::Node)>& is) {
+  for (auto c : deployment["spec"]["template"]["spec"]["containers"]) {
+    if (is(c)) return new YAML::Node(c);  // freed by the caller via unique_ptr
+  }
+  return nullptr;
+}
+
+std::string joined(YAML::Node seq) {
+  std::string s;
+  for (auto x : seq) s += str(x) + " ";
+  return s;
+}
+
+// The value of --config=PATH is a key of a ConfigMap volume mounted at its folder.
+void check_config_mount(YAML::Node pod, YAML::Node c, const std::string& key, Problems& out) {
+  static const std::regex flag("--config=(\\S+)");
+  std::smatch m;
+  const std::string line = joined(c["command"]) + joined(c["args"]);
+  if (!std::regex_search(line, m, flag)) return out.push_back(str(c["name"]) + ": no --config=PATH");
+  const fs::path p = std::string(m[1]);
+  if (p.filename() != key) out.push_back(str(c["name"]) + ": --config names " + p.string() + ", the ConfigMap key is " + key);
+  bool mounted = false;
+  for (auto vm : c["volumeMounts"]) {
+    if (str(vm["mountPath"]) != p.parent_path().string()) continue;
+    for (auto v : pod["volumes"]) {
+      mounted |= str(v["name"]) == str(vm["name"]) && str(v["configMap"]["name"]) == "fracpack-config";
+    }
+  }
+  if (!mounted) out.push_back(str(c["name"]) + ": " + p.parent_path().string() + " is not the fracpack-config ConfigMap");
+}
+
+void check_locked_down(YAML::Node pod, Problems& out) {
+  if (!pod["securityContext"]["runAsNonRoot"].IsDefined() || !pod["securityContext"]["runAsNonRoot"].as<bool>()) out.push_back("pod: runAsNonRoot");
+  for (auto c : pod["containers"]) {
+    const std::string n = str(c["name"]);
+    YAML::Node sc = c["securityContext"];
+    if (!sc["allowPrivilegeEscalation"].IsDefined() || sc["allowPrivilegeEscalation"].as<bool>()) out.push_back(n + ": allowPrivilegeEscalation: false");
+    if (!sc["readOnlyRootFilesystem"].IsDefined() || !sc["readOnlyRootFilesystem"].as<bool>()) out.push_back(n + ": readOnlyRootFilesystem: true");
+    if (sc["privileged"].IsDefined() && sc["privileged"].as<bool>()) out.push_back(n + ": privileged");
+    bool drop_all = false;
+    for (auto d : sc["capabilities"]["drop"]) drop_all |= str(d) == "ALL";
+    if (!drop_all) out.push_back(n + ": capabilities.drop: [ALL]");
+    if (str(c["resources"]["requests"]["cpu"]).empty() || str(c["resources"]["requests"]["memory"]).empty() ||
+        str(c["resources"]["limits"]["memory"]).empty()) {
+      out.push_back(n + ": resources: cpu and memory requests, a memory limit");
+    }
+    if (str(c["image"]).empty()) out.push_back(n + ": no image");
+  }
+}
+
+// (apiGroup, resource, verb[, resourceName]) granted by a rule list.
+std::set<std::string> grants(YAML::Node rules, Problems& out, const std::string& who) {
+  std::set<std::string> g;
+  for (auto r : rules) {
+    std::vector<std::string> names;
+    for (auto n : r["resourceNames"]) names.push_back(str(n));
+    if (names.empty()) names.push_back("");
+    for (auto group : r["apiGroups"]) {
+      for (auto res : r["resources"]) {
+        for (auto verb : r["verbs"]) {
+          for (const auto& name : names) {
+            if (str(group) == "*" || str(res) == "*" || str(verb) == "*") out.push_back(who + ": a wildcard rule");
+            g.insert(str(group) + "|" + str(res) + "|" + str(verb) + (name.empty() ? "" : "|" + name));
+          }
+        }
+      }
+    }
+  }
+  return g;
+}
+
+Problems check_installation(const Objects& objects) {
+  Problems out;
+  static const std::map<std::string, std::string> api_version = {
+      {"ServiceAccount", "v1"}, {"ConfigMap", "v1"}, {"Service", "v1"}, {"Deployment", "apps/v1"},
+      {"ClusterRole", "rbac.authorization.k8s.io/v1"}, {"ClusterRoleBinding", "rbac.authorization.k8s.io/v1"},
+      {"Role", "rbac.authorization.k8s.io/v1"}, {"RoleBinding", "rbac.authorization.k8s.io/v1"},
+      {"ServiceMonitor", "monitoring.coreos.com/v1"}};
+  std::set<std::string> keys;
+  for (auto o : objects) {
+    const std::string kind = str(o["kind"]);
+    if (!api_version.count(kind)) {
+      out.push_back(key_of(o) + ": unexpected kind");
+      continue;
+    }
+    if (str(o["apiVersion"]) != api_version.at(kind)) out.push_back(key_of(o) + ": apiVersion must be " + api_version.at(kind));
+    if (str(o["metadata"]["name"]).empty()) out.push_back(key_of(o) + ": no metadata.name");
+    const bool cluster_scoped = kind == "ClusterRole" || kind == "ClusterRoleBinding";
+    if (cluster_scoped != str(o["metadata"]["namespace"]).empty()) out.push_back(key_of(o) + ": metadata.namespace");
+    if (!keys.insert(key_of(o)).second) out.push_back(key_of(o) + ": twice");
+  }
+
+  Configs cfg = configs(objects, out);
+  if (!cfg.fracpack) return out;
+  const config::Config& fc = *cfg.fracpack;
+  if (cfg.scheduler.IsDefined()) check_scheduler_config(fc, cfg.scheduler, out);
+
+  YAML::Node* dep = find(objects, "Deployment", "fracpack");
+  if (!dep) {
+    out.push_back("no Deployment fracpack");
+    return out;
+  }
+  const std::string ns = str((*dep)["metadata"]["namespace"]);
+  YAML::Node pod = (*dep)["spec"]["template"]["spec"];
+  YAML::Node labels = (*dep)["spec"]["template"]["metadata"]["labels"];
+  auto selects = [&](YAML::Node selector) {
+    if (!selector.IsMap() || selector.size() == 0) return false;
+    for (auto it = selector.begin(); it != selector.end(); ++it) {
+      if (str(labels[it->first.Scalar()]) != str(it->second)) return false;
+    }
+    return true;
+  };
+  if (!selects((*dep)["spec"]["selector"]["matchLabels"])) out.push_back("Deployment: selector does not match the pod labels");
+  std::unique_ptr<const YAML::Node> scheduler(container(*dep, [](YAML::Node c) { return str(c["command"][0]) == "kube-scheduler"; }));
+  std::unique_ptr<const YAML::Node> fracpack(container(*dep, [](YAML::Node c) { return str(c["args"][0]) == "serve"; }));
+  if (!scheduler || !fracpack) {
+    out.push_back("Deployment: needs a kube-scheduler container and a fracpack serve container");
+    return out;
+  }
+  check_config_mount(pod, *scheduler, "scheduler-config.yaml", out);
+  check_config_mount(pod, *fracpack, "fracpack.yaml", out);
+  check_locked_down(pod, out);
+  if (!find(objects, "ServiceAccount", str(pod["serviceAccountName"]))) out.push_back("Deployment: serviceAccountName has no ServiceAccount");
+
+  // Probes reach /healthz and /readyz on the plain listener the kubelet can reach.
+  auto probe_listen = config::parse_listen(fc.metrics_listen.empty() ? fc.listen : fc.metrics_listen);
+  if (probe_listen && probe_listen->first == "127.0.0.1") out.push_back("fracpack: the probes need a listener on the pod's address (metricsListen)");
+  auto port_number = [&](YAML::Node port) -> int {
+    if (port.Tag() != "!" && std::regex_match(str(port), std::regex("[0-9]+"))) return std::stoi(str(port));
+    for (auto p : (*fracpack)["ports"]) {
+      if (str(p["name"]) == str(port)) return p["containerPort"].as<int>();
+    }
+    return -1;
+  };
+  for (const auto& [probe, path] : std::vector<std::pair<std::string, std::string>>{{"readinessProbe", "/readyz"}, {"livenessProbe", "/healthz"}}) {
+    YAML::Node get = (*fracpack)[probe]["httpGet"];
+    if (str(get["path"]) != path) out.push_back("fracpack: " + probe + " must GET " + path);
+    if (!probe_listen || port_number(get["port"]) != probe_listen->second) out.push_back("fracpack: " + probe + " port is not fracpack's metricsListen port");
+  }
+
+  // Service and ServiceMonitor reach the metrics port.
+  YAML::Node* svc = find(objects, "Service", "fracpack-metrics");
+  if (!svc) {
+    out.push_back("no Service fracpack-metrics");
+  } else {
+    if (!selects((*svc)["spec"]["selector"])) out.push_back("Service: selector does not match the pod labels");
+    for (auto p : (*svc)["spec"]["ports"]) {
+      if (!probe_listen || port_number(p["targetPort"]) != probe_listen->second) out.push_back("Service: targetPort is not the metrics port");
+    }
+    if (YAML::Node* sm = find(objects, "ServiceMonitor", "fracpack")) {
+      for (auto it = (*sm)["spec"]["selector"]["matchLabels"].begin(); it != (*sm)["spec"]["selector"]["matchLabels"].end(); ++it) {
+        if (str((*svc)["metadata"]["labels"][it->first.Scalar()]) != str(it->second)) out.push_back("ServiceMonitor: selector misses the Service");
+      }
+      for (auto ep : (*sm)["spec"]["endpoints"]) {
+        bool named = false;
+        for (auto p : (*svc)["spec"]["ports"]) named |= str(p["name"]) == str(ep["port"]);
+        if (!named) out.push_back("ServiceMonitor: endpoint port " + str(ep["port"]) + " is not a Service port");
+        if (str(ep["path"]) != "/metrics") out.push_back("ServiceMonitor: path must be /metrics");
+      }
+    }
+  }
+
+  // RBAC: what the service account holds, through bindings of our roles.
+  const std::string sa = str(pod["serviceAccountName"]);
+  static const std::set<std::string> system_roles = {"system:kube-scheduler", "system:volume-scheduler", "extension-apiserver-authentication-reader"};
+  std::map<std::string, std::set<std::string>> held;  // namespace ("" = cluster) -> grants
+  for (auto b : objects) {
+    const std::string kind = str(b["kind"]);
+    if (kind != "ClusterRoleBinding" && kind != "RoleBinding") continue;
+    bool ours = false;
+    for (auto s : b["subjects"]) ours |= str(s["kind"]) == "ServiceAccount" && str(s["name"]) == sa && str(s["namespace"]) == ns;
+    if (!ours) {
+      out.push_back(key_of(b) + ": binds no subject of ours");
+      continue;
+    }
+    const std::string ref = str(b["roleRef"]["name"]);
+    if (system_roles.count(ref)) continue;
+    YAML::Node* role = find(objects, str(b["roleRef"]["kind"]), ref);
+    if (!role) {
+      out.push_back(key_of(b) + ": roleRef " + ref + " does not exist");
+      continue;
+    }
+    for (const auto& g : grants((*role)["rules"], out, key_of(*role))) held[kind == "RoleBinding" ? str(b["metadata"]["namespace"]) : ""].insert(g);
+  }
+  // Exactly fracpack's API calls (see RbacMatchesTheCode) cluster-wide; the
+  // lease and the workload ConfigMap by name in their namespaces.
+  const std::set<std::string> cluster_wide = {"|pods|get", "|pods|list", "|pods|watch", "|pods/binding|create",
+                                              "|nodes|list", "|nodes|watch", "|events|create"};
+  if (held[""] != cluster_wide) {
+    std::string got;
+    for (auto g : held[""]) got += g + " ";
+    out.push_back("cluster-wide grants must be exactly fracpack's API calls; got " + got);
+  }
+  const std::string wl = fc.workload.config_map;
+  if (!wl.empty()) {
+    const std::string wl_ns = wl.substr(0, wl.find('/')), wl_name = wl.substr(wl.find('/') + 1);
+    if (!held[wl_ns].count("|configmaps|get|" + wl_name)) out.push_back("no get on the workload ConfigMap " + wl);
+  }
+  if (cfg.scheduler.IsDefined()) {
+    const std::string lease_ns = str(cfg.scheduler["leaderElection"]["resourceNamespace"]);
+    const std::string lease = str(cfg.scheduler["leaderElection"]["resourceName"]);
+    for (const char* verb : {"get", "update"}) {
+      if (!held[lease_ns].count(std::string("coordination.k8s.io|leases|") + verb + "|" + lease)) out.push_back("no " + std::string(verb) + " on the lease " + lease);
+    }
+  }
+  return out;
+}
+
+std::string list(const Problems& p) {
+  std::string s;
+  for (const auto& x : p) s += "\n  " + x;
+  return s;
+}
+
+TEST(Manifests, PlainInstallationIsCompleteAndConsistent) {
+  const Objects objects = plain_installation();
+  EXPECT_EQ(objects.size(), 12u);
+  const Problems p = check_installation(objects);
+  EXPECT_TRUE(p.empty()) << list(p);
+  const Objects ns = load_file(kManifests / "namespace.yaml");
+  ASSERT_EQ(ns.size(), 1u);
+  EXPECT_EQ(str(ns[0]["metadata"]["name"]), "fracpack-system");
+}
+
+// The check must be able to fail: each broken variant is named.
+TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
+  struct Mutation {
+    std::string what;
+    std::function<void(Objects&)> apply;
+    std::string expected;
+  };
+  auto cm_data = [](Objects& o, const std::string& key, const std::string& from, const std::string& to) {
+    for (auto& x : o) {
+      if (str(x["kind"]) == "ConfigMap") {
+        std::string t = str(x["data"][key]);
+        const size_t at = t.find(from);
+        ASSERT_NE(at, std::string::npos) << from;
+        x["data"][key] = t.replace(at, from.size(), to);
+      }
+    }
+  };
+  auto deployment = [](Objects& o) -> YAML::Node {
+    for (auto& x : o) {
+      if (str(x["kind"]) == "Deployment") return x;
+    }
+    return YAML::Node();
+  };
+  const std::vector<Mutation> mutations = {
+      {"extender port", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "127.0.0.1:8888", "127.0.0.1:8889"); }, "is not fracpack's listen port"},
+      {"extender path", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "8888/scheduler", "8888/sched"); }, "is not fracpack's urlPrefix"},
+      {"a verb", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "\"prioritize\"", "\"priorities\""); }, "prioritizeVerb must be"},
+      {"a managed resource", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "\"fracpack.io/gpu-cores\"", "\"fracpack.io/gpu-core\""); },
+       "managedResources must be the contract's"},
+      {"ignoredByScheduler", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "ignoredByScheduler: true", "ignoredByScheduler: false"); },
+       "needs ignoredByScheduler: true"},
+      {"unknown scheduler field", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "nodeCacheCapable", "nodeCacheCapible"); },
+       "unknown extender field nodeCacheCapible"},
+      {"verbs on the network", [&](Objects& o) { cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\""); },
+       "the verbs belong on 127.0.0.1"},
+      {"a broken fracpack config", [&](Objects& o) { cm_data(o, "fracpack.yaml", "policy:", "polcy:"); }, "polcy: unknown key"},
+      {"writable root", [&](Objects& o) { deployment(o)["spec"]["template"]["spec"]["containers"][1]["securityContext"]["readOnlyRootFilesystem"] = false; },
+       "fracpack: readOnlyRootFilesystem"},
+      {"probe port", [&](Objects& o) { deployment(o)["spec"]["template"]["spec"]["containers"][1]["readinessProbe"]["httpGet"]["port"] = 8888; },
+       "readinessProbe port is not"},
+      {"a wildcard", [&](Objects& o) {
+         for (auto& x : o) {
+           if (str(x["kind"]) == "ClusterRole") x["rules"][0]["verbs"].push_back("*");
+         }
+       },
+       "a wildcard rule"},
+      {"a missing permission", [&](Objects& o) {
+         for (auto& x : o) {
+           if (str(x["kind"]) == "ClusterRole") x["rules"].remove(1);
+         }
+       },
+       "cluster-wide grants must be exactly"},
+      {"service selector", [&](Objects& o) {
+         for (auto& x : o) {
+           if (str(x["kind"]) == "Service") x["spec"]["selector"]["app.kubernetes.io/name"] = "other";
+         }
+       },
+       "Service: selector does not match"},
+  };
+  for (const auto& m : mutations) {
+    Objects objects;
+    for (const auto& o : plain_installation()) objects.push_back(YAML::Clone(o));
+    m.apply(objects);
+    const Problems p = check_installation(objects);
+    bool named = false;
+    for (const auto& x : p) named |= x.find(m.expected) != std::string::npos;
+    EXPECT_TRUE(named) << m.what << ": expected \"" << m.expected << "\" among:" << list(p);
+  }
+}
+
+// Every API path in the code maps to a permission of manifests/rbac.yaml
+// (a new call without its permission fails here).
+TEST(Manifests, RbacMatchesTheCode) {
+  const std::vector<std::pair<std::regex, std::string>> known = {
+      {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+\))re"), "|pods|get"},
+      {std::regex(R"re("/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+ \+ "/binding")re"), "|pods/binding|create"},
+      {std::regex(R"re(request\("POST", "/api/v1/namespaces/" \+ [\w.]+ \+ "/events")re"), "|events|create"},
+      {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ \w+ \+ "/configmaps/" \+ \w+\))re"), "|configmaps|get"},
+      {std::regex(R"re(resource = "/api/v1/pods")re"), "|pods|list+watch"},
+      {std::regex(R"re(resource = "/api/v1/nodes")re"), "|nodes|list+watch"},
+  };
+  std::set<std::string> used;
+  size_t calls = 0;
+  for (const char* dir : {"k8s", "server"}) {
+    for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
+      if (e.path().extension() != ".cc") continue;
+      std::ifstream in(e.path());
+      std::string line;
+      int n = 0;
+      while (std::getline(in, line)) {
+        ++n;
+        if (line.find("\"/api/") == std::string::npos && line.find("\"/apis/") == std::string::npos) continue;
+        ++calls;
+        bool matched = false;
+        for (const auto& [re, grant] : known) {
+          if (std::regex_search(line, re)) {
+            used.insert(grant);
+            matched = true;
+          }
+        }
+        EXPECT_TRUE(matched) << e.path().string() << ":" << n << ": an API call this test does not know; add its permission to "
+                             << "manifests/rbac.yaml (and the chart) and here: " << line;
+      }
+    }
+  }
+  EXPECT_EQ(calls, 7u);
+  EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
+}
+
+// The YAML of an example pod as the API server would hand it to fracpack
+// (quantities as strings).
+nlohmann::json to_json(YAML::Node n, bool in_resources = false) {
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      o[k] = to_json(it->second, in_resources || k == "limits" || k == "requests");
+    }
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (auto x : n) a.push_back(to_json(x, in_resources));
+    return a;
+  }
+  if (n.IsNull()) return nullptr;
+  const std::string& s = n.Scalar();
+  if (n.Tag() != "!" && !in_resources) {
+    if (s == "true" || s == "false") return s == "true";
+    if (std::regex_match(s, std::regex("-?[0-9]+"))) return std::stoll(s);
+  }
+  return s;
+}
+
+TEST(Manifests, ExamplePodsAreAcceptedByTheContractAndUseTheProfile) {
+  Problems problems;
+  Configs cfg = configs(plain_installation(), problems);
+  ASSERT_TRUE(problems.empty()) << list(problems);
+  const std::string profile = str(cfg.scheduler["profiles"][0]["schedulerName"]);
+  const Objects pods = load_file(kManifests / "examples/pods.yaml");
+  ASSERT_EQ(pods.size(), 4u);
+  std::map<std::string, scheduling::PodRequest> requests;
+  for (auto p : pods) {
+    const std::string name = str(p["metadata"]["name"]);
+    EXPECT_EQ(str(p["kind"]), "Pod");
+    EXPECT_EQ(str(p["spec"]["schedulerName"]), profile) << name;
+    std::string text = to_json(p).dump();
+    auto pod = k8s::parse_pod(text, cfg.fracpack->names.selection());
+    ASSERT_TRUE(pod) << name << ": " << pod.message();
+    EXPECT_TRUE(k8s::requests_gpu(*pod, cfg.fracpack->names)) << name;
+    auto req = k8s::pod_request(*pod, cfg.fracpack->names);
+    ASSERT_TRUE(req) << name << ": " << req.message();
+    requests[name] = *req;
+  }
+  // What each example says it asks for.
+  ASSERT_EQ(requests["inference-half-card"].containers.size(), 1u);
+  EXPECT_EQ(requests["finetune-2x20g"].containers[0].cards, 2);
+  EXPECT_EQ(requests["training-exclusive"].containers[0].cards, 1);
+}
+
+TEST(Chart, RendersTheSameObjectsAsThePlainManifests) {
+  YAML::Node overrides = YAML::Load("serviceMonitor: {enabled: true}");
+  const Objects chart = render_chart(overrides);
+  const Objects plain = plain_installation();
+  std::map<std::string, YAML::Node> by_key;
+  for (const auto& o : plain) by_key[key_of(o)] = o;
+  std::set<std::string> rendered;
+  for (auto o : chart) {
+    const std::string k = key_of(o);
+    rendered.insert(k);
+    ASSERT_TRUE(by_key.count(k)) << "the chart renders " << k << ", the plain manifests do not have it";
+    Problems diff;
+    if (str(o["kind"]) == "ConfigMap") {
+      // The embedded configurations compare by meaning.
+      Problems p;
+      Configs a = configs({o}, p), b = configs({by_key[k]}, p);
+      ASSERT_TRUE(p.empty()) << list(p);
+      EXPECT_TRUE(*a.fracpack == *b.fracpack) << "fracpack.yaml differs";
+      compare(a.scheduler, b.scheduler, k + " scheduler-config.yaml", diff);
+      YAML::Node oa = YAML::Clone(o), ob = YAML::Clone(by_key[k]);
+      oa.remove("data");
+      ob.remove("data");
+      compare(oa, ob, k, diff);
+    } else {
+      compare(o, by_key[k], k, diff);
+    }
+    EXPECT_TRUE(diff.empty()) << list(diff);
+  }
+  EXPECT_EQ(rendered.size(), by_key.size()) << "the plain manifests have objects the chart does not render";
+  EXPECT_TRUE(check_installation(chart).empty()) << list(check_installation(chart));
+  // Without the ServiceMonitor (the default: it needs the operator's CRD).
+  const Objects defaults = render_chart();
+  EXPECT_EQ(defaults.size(), chart.size() - 1);
+  EXPECT_EQ(find(defaults, "ServiceMonitor", "fracpack"), nullptr);
+}
+
+TEST(Chart, ValuesForImagePolicyNamesAndTlsRenderAConsistentInstallation) {
+  YAML::Node overrides = YAML::Load(R"(
+image: {repository: registry.example.com/fracpack, tag: "9.9.9", pullPolicy: Always}
+policy: fgd
+port: 7443
+urlPrefix: /gpu/
+contract: {gpu: example.com/gpu, gpuMemory: example.com/gpu-mem, gpuMemoryPercent: example.com/gpu-mem-pct, gpuCores: example.com/gpu-cores}
+tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com}
+)");
+  const Objects chart = render_chart(overrides);
+  const Problems p = check_installation(chart);
+  EXPECT_TRUE(p.empty()) << list(p);
+  Problems q;
+  Configs cfg = configs(chart, q);
+  ASSERT_TRUE(cfg.fracpack);
+  EXPECT_EQ(cfg.fracpack->policy.name, "fgd");
+  EXPECT_EQ(cfg.fracpack->names.gpu_memory, "example.com/gpu-mem");
+  EXPECT_EQ(cfg.fracpack->tls.cert_file, "/etc/fracpack/tls/tls.crt");
+  YAML::Node e = cfg.scheduler["extenders"][0];
+  EXPECT_EQ(str(e["urlPrefix"]), "https://127.0.0.1:7443/gpu");
+  EXPECT_EQ(str(e["tlsConfig"]["serverName"]), "fracpack.example.com");
+  YAML::Node* dep = find(chart, "Deployment", "fracpack");
+  ASSERT_NE(dep, nullptr);
+  YAML::Node spec = (*dep)["spec"]["template"]["spec"];
+  EXPECT_EQ(str(spec["containers"][1]["image"]), "registry.example.com/fracpack:9.9.9");
+  EXPECT_EQ(str(spec["containers"][1]["imagePullPolicy"]), "Always");
+  bool secret = false;
+  for (auto v : spec["volumes"]) secret |= str(v["secret"]["secretName"]) == "my-tls";
+  EXPECT_TRUE(secret);
+  for (auto c : spec["containers"]) {
+    bool mounted = false;
+    for (auto m : c["volumeMounts"]) mounted |= str(m["mountPath"]) == "/etc/fracpack/tls";
+    EXPECT_TRUE(mounted) << str(c["name"]);
+  }
+}
+
+TEST(ChartRenderer, RefusesWhatItDoesNotUnderstand) {
+  ChartContext c;
+  c.values = YAML::Load("a: {b: 1}\nflag: false\nname: x");
+  EXPECT_EQ(*render_template("v={{ .Values.a.b }}", c), "v=1");
+  EXPECT_EQ(*render_template("x:\n  {{- if .Values.flag }}\n  y: 1\n  {{- else }}\n  y: 2\n  {{- end }}\n", c), "x:\n  y: 2\n");
+  EXPECT_EQ(*render_template("{{ .Values.name | quote }} {{ trimSuffix \"/\" \"/a/\" }}", c), "\"x\" /a");
+  EXPECT_EQ(*render_template("r:{{- toYaml .Values.a | nindent 2 }}", c), "r:\n  b: 1");
+  EXPECT_FALSE(render_template("{{ .Values.missing }}", c));
+  EXPECT_FALSE(render_template("{{ include \"x\" . }}", c));
+  EXPECT_FALSE(render_template("{{ range .Values.a }}{{ end }}", c));
+  EXPECT_FALSE(render_template("{{ upper .Values.name }}", c));
+  EXPECT_FALSE(render_template("{{ if .Values.flag }}", c));
+}
+
+TEST(Grafana, DashboardIsValidJsonOverFracpackMetrics) {
+  auto text = read_file((kManifests / "grafana/fracpack-dashboard.json").string());
+  ASSERT_TRUE(text);
+  auto d = nlohmann::json::parse(*text);
+  EXPECT_EQ(d["uid"], "fracpack");
+  size_t exprs = 0;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      if (j.contains("expr")) {
+        ++exprs;
+        EXPECT_NE(j["expr"].get<std::string>().find("fracpack_"), std::string::npos) << j["expr"];
+      }
+      for (const auto& [k, v] : j.items()) walk(v);
+    } else if (j.is_array()) {
+      for (const auto& v : j) walk(v);
+    }
+  };
+  walk(d);
+  EXPECT_GT(exprs, 20u);
+}
+
+}  // namespace
+}  // namespace fracpack::testing

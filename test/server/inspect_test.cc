@@ -1,0 +1,141 @@
+// fracpack inspect, run as a process: the table and JSON from a snapshot
+// and from a running server agree, follow binds, and every bad input is a
+// clear error.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "server/cmd/inspect.h"
+#include "test/server/server_fixture.h"
+#include "test/testlib.h"
+
+namespace fracpack::testing {
+namespace {
+
+const std::string kExample = std::string(FRACPACK_SOURCE_DIR) + "/config/examples/cluster-snapshot.json";
+
+// A daemon serving the example cluster (as `fracpack serve --snapshot`).
+struct ExampleServer {
+  ExampleServer() {
+    config::Config c = test_config();
+    c.cluster.snapshot = kExample;
+    server::DaemonOptions o;
+    o.config = c;
+    daemon = std::make_unique<server::Daemon>(o);
+    if (auto s = daemon->start(); !s.ok()) throw std::runtime_error(s.message());
+    driver = driver_for(url());
+  }
+  ~ExampleServer() { daemon->drain(std::chrono::milliseconds(500)); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(daemon->port()); }
+  std::unique_ptr<server::Daemon> daemon;
+  std::unique_ptr<SchedulerDriver> driver;
+};
+
+// The table's row for a card: NODE (or blank) CARD MODEL USED/TOTAL ...
+bool has_row(const std::string& table, const std::string& pattern) {
+  return std::regex_search(table, std::regex("(^|\n)" + pattern + "(\n|$)"));
+}
+
+TEST(Inspect, SnapshotTableShowsEveryCardItsPodsAndTheClusterTotals) {
+  auto r = run_fracpack({"inspect", "--snapshot", kExample});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string& t = r.out;
+  EXPECT_TRUE(has_row(t, "NODE +CARD +MODEL +MEMORY MiB \\(USED/TOTAL\\) +MEMORY +COMPUTE +SHARERS +STATE +PODS")) << t;
+  // The example's running pods: half an A100, 2 whole A100s, 8 GiB + 10 % of an L4.
+  EXPECT_TRUE(has_row(t, "gpu-a100-0 +0 +A100-SXM4-80GB +40960/81920 +50.0% +50.0% +1 +ok +inference/llm-serve-0")) << t;
+  EXPECT_TRUE(has_row(t, " +4 +A100-SXM4-80GB +81920/81920 +100.0% +100.0% +1 +ok +research/train-ddp-0")) << t;
+  EXPECT_TRUE(has_row(t, "gpu-l4-0 +0 +NVIDIA-L4 +8192/23034 +35.6% +10.0% +1 +ok +notebooks/notebook-alice")) << t;
+  EXPECT_TRUE(has_row(t, " +5 +A100-SXM4-80GB +0/81920 +0.0% +0.0% +0 +unhealthy +-")) << t;
+  EXPECT_TRUE(has_row(t, " +7 +A100-SXM4-80GB +0/81920 +0.0% +0.0% +0 +cordoned +-")) << t;
+  EXPECT_TRUE(has_row(t, "cpu-0 +- +\\(no GPUs\\)")) << t;
+  // The totals' figures are checked against the ledger in the server test below.
+  EXPECT_TRUE(std::regex_search(t, std::regex("\ncluster: 5 nodes, 22 GPUs, [0-9.]+ GPUs allocated \\([0-9.]+%\\), fragmentation [0-9.]+%, 4 pods \\(0 assumed\\)\n$")))
+      << t;
+  // One node only.
+  auto one = run_fracpack({"inspect", "--snapshot", kExample, "gpu-l4-0"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out.find("gpu-a100-0"), std::string::npos);
+  EXPECT_NE(one.out.find("notebooks/notebook-alice"), std::string::npos);
+  EXPECT_NE(one.out.find("cluster: 5 nodes"), std::string::npos);
+}
+
+TEST(Inspect, ServerAndSnapshotAgreeAndTheServerFollowsBinds) {
+  ExampleServer server;
+  for (const std::string format : {"table", "json"}) {
+    auto from_server = run_fracpack({"inspect", "--server", server.url(), "-o", format});
+    auto from_snapshot = run_fracpack({"inspect", "--snapshot", kExample, "-o", format});
+    ASSERT_EQ(from_server.exit_code, 0) << from_server.err;
+    ASSERT_EQ(from_snapshot.exit_code, 0) << from_snapshot.err;
+    EXPECT_EQ(from_server.out, from_snapshot.out) << format;
+  }
+  auto before = nlohmann::json::parse(run_fracpack({"inspect", "--server", server.url(), "-o", "json"}).out);
+  // The JSON is the ledger report; the table's totals come from it.
+  const double allocated = before["totals"]["gpuMilliUsed"].get<double>();
+  ASSERT_TRUE(server.driver->bind("inference", "llm-serve-1", "uid-inference-llm-serve-1", "gpu-a100-1").ok());
+  auto after_text = run_fracpack({"inspect", "--server", server.url(), "gpu-a100-1", "-o", "json"});
+  ASSERT_EQ(after_text.exit_code, 0) << after_text.err;
+  auto after = nlohmann::json::parse(after_text.out);
+  ASSERT_EQ(after["nodes"].size(), 1u);
+  EXPECT_EQ(after["totals"]["gpuMilliUsed"].get<double>(), allocated + 500);
+  bool shown = false;
+  for (const auto& card : after["nodes"][0]["cards"]) {
+    for (const auto& pod : card["pods"]) shown |= pod == "inference/llm-serve-1";
+  }
+  EXPECT_TRUE(shown) << after_text.out;
+  auto table = run_fracpack({"inspect", "--server", server.url(), "gpu-a100-1"});
+  EXPECT_TRUE(has_row(table.out, "gpu-a100-1 +0 +\\S+ +40960/[0-9]+ +[0-9.]+% +50.0% +1 +ok +inference/llm-serve-1")) << table.out;
+}
+
+TEST(Inspect, BadInputIsAClearError) {
+  struct Case {
+    std::vector<std::string> argv;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"inspect", "--snapshot", kExample, "no-such-node"}, 1, "node \"no-such-node\" is not in the ledger (5 nodes)"},
+      {{"inspect", "--snapshot", kExample, "--server", "http://127.0.0.1:1"}, 2, "--server and --snapshot exclude each other"},
+      {{"inspect", "--snapshot", kExample, "-o", "yaml"}, 2, "--output: expected table or json, got \"yaml\""},
+      {{"inspect", "--snapshot", kExample, "a", "b"}, 2, "at most one node name"},
+      {{"inspect", "--server", "http://127.0.0.1:1"}, 1, "cannot read http://127.0.0.1:1/debug/ledger"},
+      {{"inspect", "--server", "ftp://x"}, 1, "--server:"},
+      {{"inspect", "--server", "http://127.0.0.1:8888/scheduler"}, 1, "give the scheme, host and port only"},
+      {{"inspect", "--snapshot", "/nonexistent.json"}, 1, "/nonexistent.json"},
+      {{"inspect", "--config", "x.yaml"}, 2, "--config goes with --snapshot"},
+      {{"inspect", "--snapshot", kExample, "--timeout", "soon"}, 0, ""},  // --timeout only matters for a server
+      {{"inspect", "--server", "http://127.0.0.1:1", "--timeout", "soon"}, 1, "--timeout: expected a positive duration"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_fracpack(c.argv);
+    std::string joined;
+    for (const auto& a : c.argv) joined += a + " ";
+    EXPECT_EQ(r.exit_code, c.exit_code) << joined << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << joined << ": " << r.err;
+  }
+}
+
+TEST(Inspect, AReportThatIsNotALedgerIsNamed) {
+  using cli::InspectFormat;
+  using cli::render_inspect;
+  auto not_json = render_inspect("<html>", std::nullopt, InspectFormat::kTable);
+  ASSERT_FALSE(not_json);
+  EXPECT_NE(not_json.message().find("not JSON"), std::string::npos) << not_json.message();
+  auto other = render_inspect("{\"status\":\"ok\"}", std::nullopt, InspectFormat::kTable);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.message().find("is this a fracpack /debug/ledger?"), std::string::npos) << other.message();
+  auto no_cards = render_inspect("{\"nodes\":[{\"name\":\"n1\",\"present\":true}],\"totals\":{}}", std::nullopt, InspectFormat::kTable);
+  ASSERT_FALSE(no_cards);
+  EXPECT_NE(no_cards.message().find("n1: the ledger report has no \"cards\""), std::string::npos) << no_cards.message();
+  auto bad_type = render_inspect("{\"nodes\":[{\"name\":\"n1\",\"present\":true,\"cards\":[{\"index\":\"zero\"}]}],\"totals\":{}}",
+                                 std::nullopt, InspectFormat::kTable);
+  ASSERT_FALSE(bad_type);
+  EXPECT_NE(bad_type.message().find("n1 card"), std::string::npos) << bad_type.message();
+  // A trailing slash on --server is fine.
+  ExampleServer server;
+  auto r = run_fracpack({"inspect", "--server", server.url() + "/"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace fracpack::testing
