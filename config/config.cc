@@ -238,6 +238,9 @@ Status validate(const Config& c) {
   if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
     return Error{c.tls.key_file.empty() ? "tls.certFile: needs tls.keyFile too (both or neither)" : "tls.keyFile: needs tls.certFile too (both or neither)"};
   }
+  if (!c.tls.client_ca_file.empty() && c.tls.cert_file.empty()) {
+    return Error{"tls.clientCaFile: needs tls.certFile and tls.keyFile (client certificates are a TLS feature)"};
+  }
   if (!c.cluster.kubeconfig.empty() && !c.cluster.snapshot.empty()) {
     return Error{"cluster.snapshot: excludes cluster.kubeconfig (a snapshot needs no API server)"};
   }
@@ -306,6 +309,7 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += tls.check_is_map();
   err += tls.field("certFile", string_field(c.tls.cert_file));
   err += tls.field("keyFile", string_field(c.tls.key_file));
+  err += tls.field("clientCaFile", string_field(c.tls.client_ca_file));
   err += tls.field("reloadInterval", duration_field(c.tls.reload_interval, milliseconds(0), std::chrono::hours(24)));
   err += tls.finish();
 

@@ -20,6 +20,7 @@ using std::chrono::milliseconds;
 struct TlsConfig {
   std::string cert_file;  // both set: the extender port speaks TLS
   std::string key_file;
+  std::string client_ca_file;  // mutual TLS: clients must present a certificate signed by this CA
   milliseconds reload_interval{10000};  // how often the files are checked for a new certificate
   bool operator==(const TlsConfig&) const = default;
 };

@@ -32,23 +32,31 @@ std::string binding_json(const BindTarget& t) {
 
 namespace {
 
-// Does the pod as the API server has it now sit on the target node?
-bool already_there(ApiClient& client, const BindTarget& t) {
+// Does the pod as the API server has it now sit on the target node? When
+// the GET fails too, nobody knows: the Binding may have been applied.
+enum class Presence { kThere, kNotThere, kUnknown };
+Presence already_there(ApiClient& client, const BindTarget& t) {
   auto r = client.request("GET", "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name);
-  if (!r || r->status != 200) return false;
+  if (!r) return Presence::kUnknown;
+  if (r->status == 404) return Presence::kNotThere;
+  if (r->status != 200) return Presence::kUnknown;
   auto pod = parse_pod(r->body, Selection{});
-  return pod && pod->node_name == t.node && (t.uid.empty() || pod->meta.uid == t.uid);
+  if (!pod) return Presence::kUnknown;
+  return pod->node_name == t.node && (t.uid.empty() || pod->meta.uid == t.uid) ? Presence::kThere : Presence::kNotThere;
 }
 
 }  // namespace
 
-Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_gone) {
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_gone, bool* outcome_unknown) {
   if (pod_gone != nullptr) *pod_gone = false;
+  if (outcome_unknown != nullptr) *outcome_unknown = false;
   const std::string path = "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name + "/binding";
   auto r = client.request("POST", path, binding_json(t));
   if (!r) {
     // The request may have reached the server before the connection failed.
-    if (already_there(client, t)) return BindOutcome::kAlreadyBound;
+    const Presence p = already_there(client, t);
+    if (p == Presence::kThere) return BindOutcome::kAlreadyBound;
+    if (outcome_unknown != nullptr) *outcome_unknown = p == Presence::kUnknown;
     return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": " + r.message()};
   }
   if (r->status == 201 || r->status == 200) return BindOutcome::kBound;
@@ -57,7 +65,10 @@ Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_g
     return BindOutcome::kAlreadyBound;
   }
   if (r->status >= 500 || r->status == 429) {
-    if (already_there(client, t)) return BindOutcome::kAlreadyBound;
+    // A 5xx may come after the write was applied (an etcd timeout).
+    const Presence p = already_there(client, t);
+    if (p == Presence::kThere) return BindOutcome::kAlreadyBound;
+    if (outcome_unknown != nullptr) *outcome_unknown = p == Presence::kUnknown;
   }
   if (pod_gone != nullptr) *pod_gone = r->status == 404 || (r->status == 409 && message.find("Precondition failed: UID") != std::string::npos);
   return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": API server answered " +

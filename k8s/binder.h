@@ -28,8 +28,12 @@ std::string binding_json(const BindTarget& target);
 
 // Binds, or says why not with the API server's message. On failure,
 // `pod_gone` (if given) tells whether the pod's UID no longer exists (404, or
-// a UID precondition failure: the name holds another pod now).
-Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target, bool* pod_gone = nullptr);
+// a UID precondition failure: the name holds another pod now), and
+// `outcome_unknown` whether the Binding may have been applied after all (the
+// request failed and so did the GET that would tell): the caller must then
+// keep its reservation until the watch or the reconciler settles it.
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target, bool* pod_gone = nullptr,
+                             bool* outcome_unknown = nullptr);
 
 class ClusterState;
 

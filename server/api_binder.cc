@@ -46,8 +46,8 @@ void ApiBinder::work(k8s::ApiClient& client) {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    bool gone = false;
-    auto r = k8s::bind_pod(client, job.target, &gone);
+    bool gone = false, unknown = false;
+    auto r = k8s::bind_pod(client, job.target, &gone, &unknown);
     if (r) {
       job.done(Outcome{});
       continue;
@@ -56,7 +56,7 @@ void ApiBinder::work(k8s::ApiClient& client) {
       events_->record(k8s::EventRef{job.target.namespace_name, job.target.name, job.target.uid}, "Warning", "FailedBinding",
                       r.message());
     }
-    job.done(Outcome{Error{r.message()}, gone});
+    job.done(Outcome{Error{r.message()}, gone, unknown});
   }
 }
 

@@ -71,6 +71,7 @@ Status Daemon::start() {
   ho.write_timeout = c.limits.write_timeout;
   ho.cert_file = c.tls.cert_file;
   ho.key_file = c.tls.key_file;
+  ho.client_ca_file = c.tls.client_ca_file;
   ho.tls_reload = c.tls.reload_interval;
 
   if (mode_ == "snapshot") {
@@ -132,6 +133,7 @@ Status Daemon::start() {
     mo.max_connections = 64;
     mo.cert_file.clear();  // plain HTTP: what kubelet's probes and a scrape expect
     mo.key_file.clear();
+    mo.client_ca_file.clear();
     metrics_http_ = std::make_unique<HttpServer>(mo, [this](HttpRequest&& r, Reply reply) {
       const std::string path(r.path());
       if (path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/version") return handle(std::move(r), std::move(reply));

@@ -334,6 +334,10 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
     if (reserved) {
       if (o.pod_gone) {
         state_.note_gone(uid);
+      } else if (o.outcome_unknown) {
+        // Releasing now could free cards the pod holds: it stays assumed
+        // until the informer confirms it, or the reconciler proves it unbound.
+        log_warn("bind outcome unknown: reservation kept", {{"pod", who}, {"uid", uid}, {"node", node}});
       } else {
         state_.forget(uid);
       }

@@ -46,6 +46,7 @@ class Binder {
   struct Outcome {
     Status status = Status::Ok();
     bool pod_gone = false;
+    bool outcome_unknown = false;  // the Binding may have been applied: keep the reservation
   };
   // `pod`: the pod as fracpack knows it (the in-memory binder stores it).
   virtual void bind(k8s::BindTarget target, const k8s::Pod& pod, std::function<void(Outcome)> done) = 0;

@@ -45,7 +45,7 @@ int64_t mtime_of(const std::string& path) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
-Result<std::shared_ptr<ssl::context>> make_tls_context(const std::string& cert, const std::string& key) {
+Result<std::shared_ptr<ssl::context>> make_tls_context(const std::string& cert, const std::string& key, const std::string& client_ca) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                    ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
@@ -54,6 +54,14 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const std::string& cert, 
   if (ec) return Error{"TLS certificate " + cert + ": " + describe(ec)};
   ctx->use_private_key_file(key, ssl::context::pem, ec);
   if (ec) return Error{"TLS key " + key + ": " + describe(ec)};
+  if (!client_ca.empty()) {
+    // Mutual TLS (kube-scheduler's tlsConfig.certFile/keyFile): a client
+    // without a certificate signed by this CA fails the handshake.
+    ctx->load_verify_file(client_ca, ec);
+    if (ec) return Error{"TLS client CA " + client_ca + ": " + describe(ec)};
+    ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, ec);
+    if (ec) return Error{"TLS client CA " + client_ca + ": " + describe(ec)};
+  }
   return ctx;
 }
 
@@ -81,7 +89,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool stopped = false;
   std::list<std::weak_ptr<SessionBase>> sessions;
   std::shared_ptr<ssl::context> tls;
-  int64_t cert_mtime = 0, key_mtime = 0;
+  int64_t cert_mtime = 0, key_mtime = 0, ca_mtime = 0;
 
   asio::io_context ioc;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
@@ -389,17 +397,18 @@ void HttpServer::Impl::schedule_reload() {
 }
 
 void HttpServer::Impl::reload_tls() {
-  const int64_t c = mtime_of(options.cert_file), k = mtime_of(options.key_file);
+  const int64_t c = mtime_of(options.cert_file), k = mtime_of(options.key_file), a = mtime_of(options.client_ca_file);
   {
     std::lock_guard lock(mu);
-    if (c == cert_mtime && k == key_mtime) return;
+    if (c == cert_mtime && k == key_mtime && a == ca_mtime) return;
   }
-  auto ctx = make_tls_context(options.cert_file, options.key_file);
+  auto ctx = make_tls_context(options.cert_file, options.key_file, options.client_ca_file);
   if (!ctx) return;  // a half-written pair: keep serving the old one, try again later
   std::lock_guard lock(mu);
   tls = *ctx;
   cert_mtime = c;
   key_mtime = k;
+  ca_mtime = a;
   ++tls_reloads;
 }
 
@@ -412,11 +421,12 @@ Status HttpServer::start() {
   Impl& m = *impl_;
   if (m.tls_enabled()) {
     if (m.options.key_file.empty()) return Error{"TLS needs both a certificate and a key file"};
-    auto ctx = make_tls_context(m.options.cert_file, m.options.key_file);
+    auto ctx = make_tls_context(m.options.cert_file, m.options.key_file, m.options.client_ca_file);
     if (!ctx) return Error{ctx.message()};
     m.tls = *ctx;
     m.cert_mtime = mtime_of(m.options.cert_file);
     m.key_mtime = mtime_of(m.options.key_file);
+    m.ca_mtime = mtime_of(m.options.client_ca_file);
   }
   error_code ec;
   const auto address = asio::ip::make_address(m.options.address, ec);

@@ -65,6 +65,9 @@ struct HttpOptions {
   // their modification time changes (checked every tls_reload).
   std::string cert_file;
   std::string key_file;
+  // With TLS: require a client certificate signed by this CA (PEM), as
+  // kube-scheduler presents with tlsConfig.certFile/keyFile. "" = none asked.
+  std::string client_ca_file;
   std::chrono::milliseconds tls_reload{10000};
 };
 

@@ -1,6 +1,7 @@
 #include "server/ledger_report.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -85,6 +86,11 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
       append_json_field(out, "pod", r->key, false);
       append_json_field(out, "uid", r->uid);
       append_json_field(out, "phase", r->phase == scheduling::PodPhase::kAssumed ? "assumed" : "confirmed");
+    if (r->phase == scheduling::PodPhase::kAssumed) {
+      // Negative: past its TTL (released at the next expiry pass).
+      append_json_number(out, "expiresInMs", static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                    r->deadline - scheduling::Clock::now()).count()));
+    }
       out.push_back('}');
       ++pods;
     }

@@ -7,7 +7,8 @@
 //            "cards":[{"index","uuid","model","memoryMiB","memoryUsedMiB",
 //                      "computeMilli","computeUsedMilli","sharers","healthy",
 //                      "cordoned","pods":["ns/name",...]}],
-//            "pods":[{"pod","uid","phase":"assumed"|"confirmed"}]}],
+//            "pods":[{"pod","uid","phase":"assumed"|"confirmed",
+//                     "expiresInMs" (assumed: time left of its TTL)}]}],
 //  "totals":{"nodes","gpus","gpuMilliUsed","allocatedRatio","pods",
 //            "assumedPods","fragmentationRatio" (with a target workload)}}
 #pragma once

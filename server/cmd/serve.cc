@@ -34,6 +34,7 @@ options:
   --policy NAME        placement policy (config: policy.name; default fracpack)
   --tls-cert FILE      serve TLS with this certificate chain (PEM) ...
   --tls-key FILE       ... and this private key (PEM); both reloaded when they change
+  --tls-client-ca FILE require client certificates signed by this CA (mutual TLS)
   --log-level LEVEL    debug, info, warn, error (default info)
   --log-format FORMAT  json or logfmt (default json)
   --check-config       validate the configuration and flags, then exit (0 valid, 1 not)
@@ -43,7 +44,7 @@ options:
 
 int cmd_serve(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
-                          {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "tls-cert", "tls-key",
+                          {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "tls-cert", "tls-key", "tls-client-ca",
                            "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
@@ -73,6 +74,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   if (auto v = args->get("policy")) c.policy.name = *v;
   if (auto v = args->get("tls-cert")) c.tls.cert_file = *v;
   if (auto v = args->get("tls-key")) c.tls.key_file = *v;
+  if (auto v = args->get("tls-client-ca")) c.tls.client_ca_file = *v;
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());

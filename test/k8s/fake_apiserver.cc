@@ -637,6 +637,7 @@ struct FakeApiServer::Impl {
       return r;
     }
     if (method == "GET" && sub.empty()) {
+      if (consume(faults.fail_gets)) return answer(500, status_json(500, "InternalError", "Internal error occurred: injected failure"));
       std::lock_guard lock(mu);
       auto it = store[kind].find(key(kind, ns, name));
       if (it == store[kind].end()) {
@@ -987,6 +988,10 @@ struct FakeApiServer::Impl {
 
   template <class Stream>
   awaitable<bool> send_events(Stream& stream, const std::vector<std::string>& events) {
+    if (int ms = faults.event_delay_ms.load(); ms > 0) {
+      asio::steady_timer t(ioc, std::chrono::milliseconds(ms));
+      co_await t.async_wait(kTuple);
+    }
     if (faults.batch_events.load()) {
       std::string all;
       for (const auto& e : events) all += e;

@@ -47,6 +47,8 @@ struct Faults {
   std::atomic<int> unauthorized{0};       // the next N requests get 401
   std::atomic<int> slow_ms{0};            // every response waits this long first
   std::atomic<int> drop_binding_response{0};  // the next N bindings are applied, then the connection dropped
+  std::atomic<int> fail_gets{0};              // the next N GETs of one object get 500
+  std::atomic<int> event_delay_ms{0};         // watch events wait this long before they are sent
 };
 
 struct FakeApiServerOptions {

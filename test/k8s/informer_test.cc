@@ -144,7 +144,10 @@ TEST_P(InformerFault, LedgerStaysEqualToTheAnnotations) {
     EXPECT_GE(p.throttled + n.throttled, 1u);
   }
   if (fault == "close-watch") {
-    EXPECT_GE(p.watches + n.watches, 5u) << "closed watches are re-opened";
+    // Counted when the request goes out: the last re-open may still be on
+    // its way when the fault counter reaches 0 (seen on a loaded machine).
+    EXPECT_TRUE(Cluster::wait_for([&] { return c.pod_stats().watches + c.node_stats().watches >= 5; }))
+        << "closed watches are re-opened";
   }
 }
 

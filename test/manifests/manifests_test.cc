@@ -205,6 +205,9 @@ void check_scheduler_config(const config::Config& fc, YAML::Node ks, Problems& o
   if (https != !fc.tls.cert_file.empty()) bad(std::string("urlPrefix is ") + (https ? "https" : "http") + " but fracpack's TLS is " + (https ? "off" : "on"));
   if (https && !(e["enableHTTPS"].IsDefined() && e["enableHTTPS"].as<bool>())) bad("https needs enableHTTPS: true");
   if (https && str(e["tlsConfig"]["caFile"]).empty() && str(e["tlsConfig"]["caData"]).empty()) bad("enableHTTPS without a CA skips verification (§2.1)");
+  if (!fc.tls.client_ca_file.empty() && (str(e["tlsConfig"]["certFile"]).empty() && str(e["tlsConfig"]["certData"]).empty())) {
+    bad("fracpack requires client certificates (tls.clientCaFile) but kube-scheduler presents none (tlsConfig.certFile)");
+  }
   for (const auto& [field, verb] : std::vector<std::pair<std::string, std::string>>{
            {"filterVerb", "filter"}, {"prioritizeVerb", "prioritize"}, {"bindVerb", "bind"}, {"preemptVerb", "preempt"}}) {
     if (str(e[field]) != verb) bad(field + " must be \"" + verb + "\" (what fracpack serves), got \"" + str(e[field]) + "\"");
@@ -650,7 +653,7 @@ policy: fgd
 port: 7443
 urlPrefix: /gpu/
 contract: {gpu: example.com/gpu, gpuMemory: example.com/gpu-mem, gpuMemoryPercent: example.com/gpu-mem-pct, gpuCores: example.com/gpu-cores}
-tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com}
+tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com, mutual: true}
 )");
   const Objects chart = render_chart(overrides);
   const Problems p = check_installation(chart);
@@ -664,6 +667,8 @@ tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com}
   YAML::Node e = cfg.scheduler["extenders"][0];
   EXPECT_EQ(str(e["urlPrefix"]), "https://127.0.0.1:7443/gpu");
   EXPECT_EQ(str(e["tlsConfig"]["serverName"]), "fracpack.example.com");
+  EXPECT_EQ(cfg.fracpack->tls.client_ca_file, "/etc/fracpack/tls/ca.crt");
+  EXPECT_EQ(str(e["tlsConfig"]["certFile"]), "/etc/fracpack/tls/tls.crt");
   YAML::Node* dep = find(chart, "Deployment", "fracpack");
   ASSERT_NE(dep, nullptr);
   YAML::Node spec = (*dep)["spec"]["template"]["spec"];

@@ -293,3 +293,43 @@ TEST(ExtenderPreempt, ChoosesTheFewestLowestPriorityVictimsThatFreeACard) {
 
 }  // namespace
 }  // namespace fracpack::testing
+
+namespace fracpack::testing {
+namespace {
+
+// Found by the chaos soak: a Binding applied by the API server whose answer
+// was lost, with the verifying GET failing too, released the reservation:
+// the next pod took the same card before the watch showed the first one
+// bound, and the annotations over-committed the card. An unknown outcome
+// keeps the reservation until the informer confirms (or the reconciler or
+// the TTL proves otherwise).
+TEST(ExtenderBind, AnUnknownBindOutcomeKeepsTheReservation) {
+  Connected c;
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  const std::string a = gpu_pod("a", "u-a", 60), b = gpu_pod("b", "u-b", 60);
+  c.api->create("pods", a);
+  c.api->create("pods", b);
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
+  Faults& f = c.api->faults();
+  f.event_delay_ms = 1500;        // the watch shows the first bind late
+  f.drop_binding_response = 1;    // applied, the answer lost
+  f.fail_gets = 1;                // and the check that would tell fails too
+  EXPECT_FALSE(c.driver().bind("default", "a", "u-a", "solo").ok());
+  // The second pod must not get the card the first one may hold.
+  Status second = c.driver().bind("default", "b", "u-b", "solo");
+  EXPECT_FALSE(second.ok());
+  EXPECT_NE(second.message().find("no longer fits"), std::string::npos) << second.message();
+  f.event_delay_ms = 0;
+  auto bound = c.api->get("pods", "default", "b");
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(nlohmann::json::parse(*bound)["spec"].value("nodeName", ""), "") << "b must not be bound beside a";
+  // The informer confirms a: the ledger holds exactly a.
+  ASSERT_TRUE(Cluster::wait_for([&] {
+    auto p = c.daemon().state().pod("u-a");
+    return p && p->node_name == "solo";
+  }));
+}
+
+}  // namespace
+}  // namespace fracpack::testing

@@ -288,3 +288,47 @@ TEST(Service, MetricsVersionAndDebugEndpoints) {
 
 }  // namespace
 }  // namespace fracpack::testing
+
+namespace fracpack::testing {
+namespace {
+
+// Mutual TLS (kube-scheduler's tlsConfig.certFile/keyFile): only clients
+// with a certificate signed by tls.clientCaFile get an answer.
+TEST(HttpServer, MutualTlsRequiresATrustedClientCertificate) {
+  TempDir certs;
+  const TestCertificate server_cert = make_test_certificate("127.0.0.1");
+  const TestCertificate client_cert = make_test_certificate("kube-scheduler");
+  const TestCertificate stranger = make_test_certificate("someone-else");
+  config::Config c = test_config();
+  c.tls.cert_file = certs.write("tls.crt", server_cert.cert_pem);
+  c.tls.key_file = certs.write("tls.key", server_cert.key_pem);
+  c.tls.client_ca_file = certs.write("client-ca.crt", client_cert.cert_pem);  // self-signed: its own CA
+  Standalone s({node_object("n1", 1)}, c);
+  k8s::TlsOptions anonymous;
+  anonymous.ca_pem = server_cert.cert_pem;
+  EXPECT_EQ(http_get(s.url(), "/healthz", anonymous).status, 0) << "no client certificate: the handshake fails";
+  k8s::TlsOptions wrong = anonymous;
+  wrong.client_cert_pem = stranger.cert_pem;
+  wrong.client_key_pem = stranger.key_pem;
+  EXPECT_EQ(http_get(s.url(), "/healthz", wrong).status, 0) << "a certificate the CA did not sign";
+  k8s::TlsOptions trusted = anonymous;
+  trusted.client_cert_pem = client_cert.cert_pem;
+  trusted.client_key_pem = client_cert.key_pem;
+  EXPECT_EQ(http_get(s.url(), "/healthz", trusted).status, 200);
+  // The scheduler's verbs too, over the same trusted connection settings.
+  ExtenderConfig e;
+  e.url_prefix = s.url() + "/";
+  e.tls = trusted;
+  auto d = SchedulerDriver::create({e});
+  ASSERT_TRUE(d);
+  auto f = (*d)->filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
+  ASSERT_TRUE(f) << f.message();
+  EXPECT_EQ(f->nodes, std::vector<std::string>{"n1"});
+  // A client CA without a certificate of our own is a configuration error.
+  config::Config bad = test_config();
+  bad.tls.client_ca_file = c.tls.client_ca_file;
+  EXPECT_FALSE(config::validate(bad).ok());
+}
+
+}  // namespace
+}  // namespace fracpack::testing

@@ -1,12 +1,6 @@
 // `fracpack serve` as a process, as an operator runs it: the structured
 // log has one line per placement (pod, node, cards, reason), in either
 // format; SIGTERM drains and exits 0; a bearer token never reaches the log.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -16,65 +10,14 @@
 #include "test/server/server_fixture.h"
 #include "test/testlib.h"
 
-extern char** environ;
-
 namespace fracpack::testing {
 namespace {
 
 const std::string kExample = std::string(FRACPACK_SOURCE_DIR) + "/config/examples/cluster-snapshot.json";
 
-// The binary with stderr into a file; stopped (SIGTERM) at destruction.
-class ServeProcess {
- public:
-  explicit ServeProcess(std::vector<std::string> args) : log_path_(::testing::TempDir() + "fracpack-serve-" + std::to_string(getpid()) + ".log") {
-    args.insert(args.begin(), FRACPACK_BINARY);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~ServeProcess() {
-    stop();
-    unlink(log_path_.c_str());
-  }
-  std::string log() const { return read_file(log_path_).value_or(""); }
-  // Waits for a log line matching `pattern`; returns its first group.
-  std::string wait_for(const std::string& pattern, std::chrono::seconds timeout = std::chrono::seconds(20)) const {
-    const std::regex re(pattern);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      const std::string text = log();
-      if (std::regex_search(text, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return "";
-  }
-  // SIGTERM; the exit code (or 128 + signal).
-  int stop() {
-    if (pid_ <= 0) return exit_code_;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_;
-  }
-
- private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
-};
-
 TEST(ServeProcess, LogsOnePlacementLinePerBindInJsonAndLogfmtAndDrainsOnSigterm) {
   for (const std::string format : {"json", "logfmt"}) {
-    ServeProcess p({"serve", "--snapshot", kExample, "--listen", "127.0.0.1:0", "--log-format", format});
+    FracpackProcess p({"serve", "--snapshot", kExample, "--listen", "127.0.0.1:0", "--log-format", format});
     const std::string port = p.wait_for(format == "json" ? "\"msg\":\"listening\",\"address\":\"127\\.0\\.0\\.1:([0-9]+)\""
                                                          : "msg=listening address=\"?127\\.0\\.0\\.1:([0-9]+)");
     ASSERT_FALSE(port.empty()) << p.log();
@@ -109,7 +52,7 @@ users: [{name: u, user: {token: ")" + token + R"("}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 )");
-  ServeProcess p({"serve", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--log-level", "debug"});
+  FracpackProcess p({"serve", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--log-level", "debug"});
   ASSERT_FALSE(p.wait_for("\"msg\":\"listening\"").empty()) << p.log();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a few list attempts
   EXPECT_EQ(p.stop(), 0);

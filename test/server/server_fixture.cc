@@ -1,5 +1,18 @@
 #include "test/server/server_fixture.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <regex>
+#include <thread>
+
+#include "test/testlib.h"
+
+extern char** environ;
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -233,6 +246,64 @@ k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s:
   auto r = client.request("GET", path);
   if (!r) return k8s::HttpResponse{0, r.message(), "", ""};
   return *r;
+}
+
+FracpackProcess::FracpackProcess(std::vector<std::string> args) {
+  static std::atomic<int> serial{0};
+  log_path_ = "/tmp/fracpack-process-" + std::to_string(getpid()) + "-" + std::to_string(serial++) + ".log";
+  args.insert(args.begin(), FRACPACK_BINARY);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0) pid_ = pid;
+  posix_spawn_file_actions_destroy(&fa);
+}
+
+FracpackProcess::~FracpackProcess() {
+  stop();
+  unlink(log_path_.c_str());
+}
+
+std::string FracpackProcess::log() const { return read_file(log_path_).value_or(""); }
+
+std::string FracpackProcess::wait_for(const std::string& pattern, std::chrono::milliseconds timeout) const {
+  const std::regex re(pattern);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch m;
+    const std::string text = log();
+    if (std::regex_search(text, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+    if (pid_ > 0) {  // ended already? (WNOWAIT: running() still reaps it)
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) return "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+bool FracpackProcess::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == 0) return true;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  pid_ = -1;
+  return false;
+}
+
+int FracpackProcess::stop(int sig) {
+  if (pid_ <= 0) return exit_code_;
+  kill(pid_, sig);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_code_;
 }
 
 }  // namespace fracpack::testing

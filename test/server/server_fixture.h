@@ -70,6 +70,32 @@ struct Connected {
   std::unique_ptr<SchedulerDriver> driver_;
 };
 
+// The fracpack binary as a child process, its stderr (the log) in a file.
+// Stopped with SIGTERM at destruction if still running.
+class FracpackProcess {
+ public:
+  explicit FracpackProcess(std::vector<std::string> args);
+  ~FracpackProcess();
+  FracpackProcess(const FracpackProcess&) = delete;
+  FracpackProcess& operator=(const FracpackProcess&) = delete;
+
+  bool started() const { return pid_ > 0 || exit_code_ >= 0; }
+  std::string log() const;
+  // Waits for a log line matching `pattern` (ECMAScript regex); returns its
+  // first group (or the match), "" on timeout or if the process ended.
+  std::string wait_for(const std::string& pattern, std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
+  // Still running? If it ended by itself, `exit_code` (or 128 + signal).
+  bool running();
+  int exit_code() const { return exit_code_; }
+  // Sends `sig` and waits for the end; the exit code (or 128 + signal).
+  int stop(int sig = 15);
+
+ private:
+  std::string log_path_;
+  int pid_ = -1;
+  int exit_code_ = -1;
+};
+
 // A TCP connection to 127.0.0.1:port with TCP_NODELAY: the socket, or -1.
 int connect_loopback(uint16_t port);
 

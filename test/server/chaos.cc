@@ -1,0 +1,442 @@
+#include "test/server/chaos.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <future>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "k8s/contract.h"
+#include "k8s/objects.h"
+#include "scheduling/fit.h"
+#include "test/server/server_fixture.h"
+
+namespace fracpack::testing {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string duration(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
+
+class Chaos {
+ public:
+  explicit Chaos(const ChaosOptions& o) : o_(o), rng_(o.seed) {}
+
+  ChaosReport run() {
+    const auto start = std::chrono::steady_clock::now();
+    for (int n = 0; n < o_.nodes; ++n) api_.create("nodes", node_object("node-" + std::to_string(n), o_.cards, kCardMiB));
+    config_ = dir_.write("fracpack.yaml", "listen: \"127.0.0.1:" + std::to_string(port_) + "\"\n" +
+                                              "cluster:\n  kubeconfig: \"" + dir_.path() + "/kubeconfig\"\n  assumeTtl: \"" +
+                                              duration(o_.assume_ttl) + "\"\n  reconcileInterval: \"" +
+                                              duration(o_.reconcile_interval) + "\"\n  requestTimeout: \"2s\"\n" +
+                                              "workload:\n  configMap: \"\"\nlog:\n  level: warn\n");
+    dir_.write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + api_.url() +
+                                 "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                                 "current-context: x\n");
+    start_fracpack();
+    std::uniform_real_distribution<double> unit(0, 1);
+    for (r_.operations = 0; r_.operations < o_.operations; ++r_.operations) {
+      const double x = unit(rng_);
+      end_slow_faults();
+      if (x < o_.fault_rate) {
+        inject_fault();
+      } else if (x < o_.fault_rate + 0.20) {
+        create_pod();
+      } else if (x < o_.fault_rate + 0.40) {
+        delete_pod();
+      } else {
+        schedule_one();
+      }
+      if (o_.restart_every && r_.operations % o_.restart_every == o_.restart_every - 1) restart();
+      // A few operations run while the new process starts; then wait for it.
+      if (ready_wait_at_ && r_.operations >= ready_wait_at_) {
+        start_fracpack_wait();
+        ready_wait_at_ = 0;
+      }
+      if (r_.operations % o_.check_every == o_.check_every - 1) check(false);
+      if (o_.verbose && r_.operations % 10000 == 9999) std::fprintf(stderr, "%s\n", r_.summary().c_str());
+    }
+    quiesce();
+    check(true);
+    r_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r_;
+  }
+
+ private:
+  static constexpr int64_t kCardMiB = 16384;
+
+  void violation(const std::string& what) {
+    ++r_.violations;
+    if (r_.samples.size() < 20) r_.samples.push_back("op " + std::to_string(r_.operations) + ": " + what);
+  }
+
+  // `wait`: until ready; else the run goes on while it starts (cycles then
+  // fail as kube-scheduler's would, and are retried later).
+  void start_fracpack(bool wait = true) {
+    process_ = std::make_unique<FracpackProcess>(std::vector<std::string>{"serve", "--config", config_});
+    driver_ = driver_for("http://127.0.0.1:" + std::to_string(port_));
+    if (!wait) return;
+    // Ready: the initial lists applied (faults may delay it).
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (http_get(url(), "/readyz").status == 200) return;
+      if (!process_->running()) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    violation("fracpack did not become ready after a start (exit " + std::to_string(process_->exit_code()) + "):\n" + tail(process_->log()));
+  }
+
+  static std::string tail(const std::string& log) { return log.size() > 2000 ? log.substr(log.size() - 2000) : log; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // SIGKILL, often with a bind in flight (the Binding may or may not have
+  // reached the API server: the new process must rebuild either way), then
+  // a new process the run does not wait for.
+  void restart() {
+    if (!process_->running()) violation("fracpack ended by itself (exit " + std::to_string(process_->exit_code()) + "):\n" + tail(process_->log()));
+    std::future<Status> inflight;
+    for (int tries = 0; tries < 10 && !pending_.empty() && !inflight.valid(); ++tries) {
+      if (tries > 0) delete_pod();  // a full cluster: make room
+      const std::string name = pending_[std::uniform_int_distribution<size_t>(0, pending_.size() - 1)(rng_)];
+      auto text = api_.get("pods", "default", name);
+      if (!text) continue;
+      std::vector<CandidateNode> nodes;
+      for (int n = 0; n < o_.nodes; ++n) nodes.push_back({"node-" + std::to_string(n), ""});
+      CycleResult c = driver_->schedule(*text, nodes);
+      if (c.node.empty()) continue;
+      inflight = driver_->bind_async("default", name, "u-" + name, c.node);
+      std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng_)));
+    }
+    process_->stop(SIGKILL);
+    if (inflight.valid()) {
+      ++r_.killed_mid_bind;
+      inflight.wait();
+    }
+    ++r_.restarts;
+    start_fracpack(false);
+    started_at_ = std::chrono::steady_clock::now();
+    ready_wait_at_ = r_.operations + 25;
+  }
+
+  void create_pod() {
+    const std::string name = "p" + std::to_string(next_++);
+    std::uniform_int_distribution<int> shape(0, 9);
+    int cores = 0, cards = 1;
+    int64_t memory = 0;
+    switch (shape(rng_)) {
+      case 0: cards = 1; break;                                // a whole card
+      case 1: cards = 2; cores = 50; memory = 8192; break;     // 2 x half
+      case 2: cores = 100; break;                              // exclusive compute
+      case 3: cores = 25; memory = 4096; break;
+      case 4: cores = 10; memory = 1024; break;
+      case 5: cores = 75; memory = 12288; break;
+      default: cores = 50; memory = 8192; break;
+    }
+    const std::string text = gpu_pod(name, "u-" + name, cores, memory, cards);
+    api_.create("pods", text);
+    pending_.push_back(name);
+    ++r_.created;
+  }
+
+  // Mostly bound pods (jobs end), sometimes pending ones (jobs cancelled).
+  void delete_pod() {
+    std::vector<json> bound, pending;
+    for (const auto& text : api_.list("pods")) {
+      json p = json::parse(text);
+      (p["spec"].contains("nodeName") ? bound : pending).push_back(std::move(p));
+    }
+    const bool pick_bound = !bound.empty() && (pending.empty() || std::uniform_int_distribution<int>(0, 3)(rng_) != 0);
+    const std::vector<json>& from = pick_bound ? bound : pending;
+    if (from.empty()) return;
+    const json& p = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
+    api_.remove("pods", p["metadata"]["namespace"], p["metadata"]["name"]);
+    ++r_.deleted;
+  }
+
+  void schedule_one() {
+    while (!pending_.empty()) {
+      std::uniform_int_distribution<size_t> pick(0, pending_.size() - 1);
+      const size_t i = pick(rng_);
+      const std::string name = pending_[i];
+      auto text = api_.get("pods", "default", name);
+      if (!text || json::parse(*text)["spec"].contains("nodeName")) {
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;  // deleted or bound meanwhile
+      }
+      std::vector<CandidateNode> nodes;
+      for (int n = 0; n < o_.nodes; ++n) nodes.push_back({"node-" + std::to_string(n), ""});
+      ++r_.cycles;
+      CycleResult c = driver_->schedule(*text, nodes);
+      if (!c.error.empty()) {
+        ++r_.cycle_errors;  // fracpack down or an injected fault: kube-scheduler retries later
+        return;
+      }
+      if (c.node.empty()) {
+        ++r_.unschedulable;
+        if (getenv("CHAOS_DEBUG") && r_.unschedulable % 500 == 1) {
+          std::string why;
+          for (const auto& [n, m] : c.filter.failed) why += n + ": " + m + "; ";
+          for (const auto& [n, m] : c.filter.unresolvable) why += n + ": " + m + "; ";
+          std::fprintf(stderr, "unschedulable %s: %s\n", name.c_str(), why.substr(0, 600).c_str());
+        }
+        return;
+      }
+      Status s = driver_->bind("default", name, "u-" + name, c.node);
+      if (s.ok()) {
+        ++r_.placed;
+      } else {
+        ++r_.bind_failures;
+      }
+      return;
+    }
+  }
+
+  void inject_fault() {
+    Faults& f = api_.faults();
+    std::uniform_int_distribution<int> kind(0, 11);
+    switch (kind(rng_)) {
+      case 0: f.close_watches += 1; ++r_.faults["watch closed"]; break;
+      case 1: f.drop_mid_event += 1; ++r_.faults["watch cut mid-event"]; break;
+      case 2: f.expire_watches += 1; ++r_.faults["watch 410"]; break;
+      case 3: api_.compact(); f.expire_lists += 1; ++r_.faults["history compacted, list 410"]; break;
+      case 4: f.conflict_bindings += 1; ++r_.faults["binding 409"]; break;
+      case 5: f.fail_bindings += 1; ++r_.faults["binding 500"]; break;
+      case 6: f.drop_binding_response += 1; ++r_.faults["binding answer lost"]; break;
+      case 7: f.throttle += 2; ++r_.faults["429"]; break;
+      case 8:
+        f.slow_ms = 50;
+        slow_until_ = r_.operations + 20;
+        ++r_.faults["slow answers"];
+        break;
+      case 9: f.fail_gets += 1; ++r_.faults["GET 500"]; break;
+      case 10:
+        f.event_delay_ms = 200;
+        slow_until_ = r_.operations + 20;
+        ++r_.faults["watch events late"];
+        break;
+      default: api_.close_watches(); ++r_.faults["all watches closed"]; break;
+    }
+  }
+
+  void end_slow_faults() {
+    if (slow_until_ && r_.operations >= slow_until_) {
+      api_.faults().slow_ms = 0;
+      api_.faults().event_delay_ms = 0;
+      slow_until_ = 0;
+    }
+  }
+
+  // Per card, the sum of the annotations of the bound, live pods; and
+  // "bound once": a pod's node and record never change.
+  void check_annotations() {
+    std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> use;
+    const k8s::ContractNames names;
+    for (const auto& text : api_.list("pods")) {
+      auto pod = k8s::parse_pod(text, names.selection());
+      if (!pod || pod->node_name.empty() || pod->terminal()) continue;
+      const std::string* rec = pod->meta.annotation(names.allocation);
+      const std::string record = rec ? *rec : "";
+      auto [it, inserted] = bound_.emplace(pod->meta.uid, std::make_pair(pod->node_name, record));
+      if (!inserted && it->second != std::make_pair(pod->node_name, record)) violation("pod " + pod->key() + " bound twice or its record changed");
+      if (!rec) {
+        violation("bound GPU pod " + pod->key() + " without an allocation record");
+        continue;
+      }
+      auto a = k8s::parse_allocation(*rec);
+      if (!a) {
+        violation("bad allocation record on " + pod->key());
+        continue;
+      }
+      if (a->node != pod->node_name) violation(pod->key() + ": record names node " + a->node + ", bound to " + pod->node_name);
+      for (const auto& c : scheduling::charges_of(*a)) {
+        auto& u = use[{pod->node_name, c.index}];
+        u.first += c.cores;
+        u.second += c.memory_mib;
+        if (u.first > scheduling::kCardMilli || u.second > kCardMiB) {
+          violation(pod->node_name + " card " + std::to_string(c.index) + " over-committed by the annotations");
+        }
+      }
+    }
+  }
+
+  // fracpack's own ledger: no card over-committed, no reservation past its
+  // TTL beyond one expiry pass.
+  std::optional<json> check_ledger() {
+    auto r = http_get(url(), "/debug/ledger");
+    if (r.status != 200) return std::nullopt;  // down (being restarted) or syncing
+    json ledger = json::parse(r.body);
+    const int64_t slack = o_.reconcile_interval.count() + 1500;
+    for (const auto& node : ledger["nodes"]) {
+      for (const auto& card : node["cards"]) {
+        if (card["computeUsedMilli"].get<int64_t>() > card["computeMilli"].get<int64_t>() ||
+            card["memoryUsedMiB"].get<int64_t>() > card["memoryMiB"].get<int64_t>()) {
+          violation(node["name"].get<std::string>() + " card " + card["index"].dump() + " over-committed in the ledger");
+        }
+      }
+      for (const auto& pod : node["pods"]) {
+        if (pod.contains("expiresInMs") && pod["expiresInMs"].get<int64_t>() < -slack) {
+          violation("reservation of " + pod["pod"].get<std::string>() + " is " + std::to_string(-pod["expiresInMs"].get<int64_t>()) +
+                    " ms past its TTL");
+        }
+      }
+    }
+    return ledger;
+  }
+
+  void start_fracpack_wait() {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (http_get(url(), "/readyz").status != 200) {
+      if (!process_->running() || std::chrono::steady_clock::now() > deadline) {
+        violation("fracpack did not become ready after a restart (running: " + std::to_string(process_->running()) + ", /readyz: " +
+                  http_get(url(), "/readyz").body + "):\n" + tail(process_->log()));
+        return;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    r_.max_ready_seconds = std::max(r_.max_ready_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count());
+  }
+
+  void check(bool final) {
+    ++r_.checks;
+    if (!process_->running()) {
+      violation("fracpack ended by itself (exit " + std::to_string(process_->exit_code()) + "):\n" + tail(process_->log()));
+      start_fracpack();
+    }
+    check_annotations();
+    auto ledger = check_ledger();
+    if (!final) return;
+    if (!ledger) {
+      violation("no /debug/ledger at the end");
+      return;
+    }
+    // The ledger equals the annotations: the same pods on the same cards.
+    std::map<std::string, std::string> from_ledger;  // uid -> node
+    for (const auto& node : (*ledger)["nodes"]) {
+      for (const auto& pod : node["pods"]) {
+        if (pod["phase"] != "confirmed") violation("still assumed at the end: " + pod["pod"].get<std::string>());
+        from_ledger[pod["uid"]] = node["name"];
+      }
+    }
+    std::map<std::string, std::string> from_api;
+    const k8s::ContractNames names;
+    std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> use;
+    for (const auto& text : api_.list("pods")) {
+      auto pod = k8s::parse_pod(text, names.selection());
+      if (!pod || pod->node_name.empty() || pod->terminal()) continue;
+      from_api[pod->meta.uid] = pod->node_name;
+      if (const std::string* rec = pod->meta.annotation(names.allocation)) {
+        if (auto a = k8s::parse_allocation(*rec)) {
+          for (const auto& c : scheduling::charges_of(*a)) {
+            use[{pod->node_name, c.index}].first += c.cores;
+            use[{pod->node_name, c.index}].second += c.memory_mib;
+          }
+        }
+      }
+    }
+    if (from_ledger != from_api) {
+      violation("at the end the ledger holds " + std::to_string(from_ledger.size()) + " pods, the API server " +
+                std::to_string(from_api.size()) + " bound pods, not the same");
+    }
+    for (const auto& node : (*ledger)["nodes"]) {
+      for (const auto& card : node["cards"]) {
+        const auto key = std::make_pair(node["name"].get<std::string>(), card["index"].get<int>());
+        const auto u = use.count(key) ? use[key] : std::make_pair(int64_t{0}, int64_t{0});
+        if (card["computeUsedMilli"].get<int64_t>() != u.first || card["memoryUsedMiB"].get<int64_t>() != u.second) {
+          violation(key.first + " card " + std::to_string(key.second) + ": the ledger's use differs from the annotations");
+        }
+      }
+    }
+  }
+
+  // Faults off; wait until fracpack holds no reservation and has seen every change.
+  void quiesce() {
+    if (http_get(url(), "/readyz").status != 200) start_fracpack_wait();
+    Faults& f = api_.faults();
+    f.slow_ms = 0;
+    f.event_delay_ms = 0;
+    f.fail_gets = 0;
+    f.close_watches = 0;
+    f.drop_mid_event = 0;
+    f.expire_watches = 0;
+    f.expire_lists = 0;
+    f.conflict_bindings = 0;
+    f.fail_bindings = 0;
+    f.drop_binding_response = 0;
+    f.throttle = 0;
+    const auto deadline = std::chrono::steady_clock::now() + o_.assume_ttl + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto r = http_get(url(), "/debug/ledger");
+      if (r.status == 200) {
+        json l = json::parse(r.body);
+        size_t bound_in_api = 0;
+        for (const auto& text : api_.list("pods")) {
+          const json p = json::parse(text);
+          bound_in_api += p["spec"].contains("nodeName") ? 1 : 0;
+        }
+        if (l["totals"]["assumedPods"] == 0 && l["totals"]["pods"].get<size_t>() == bound_in_api) return;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  ChaosOptions o_;
+  std::mt19937_64 rng_;
+  FakeApiServer api_;
+  TempDir dir_;
+  uint16_t port_ = free_port();
+  std::string config_;
+  std::unique_ptr<FracpackProcess> process_;
+  std::unique_ptr<SchedulerDriver> driver_;
+  std::vector<std::string> pending_;
+  std::map<std::string, std::pair<std::string, std::string>> bound_;  // uid -> (node, record)
+  uint64_t next_ = 0, slow_until_ = 0, ready_wait_at_ = 0;
+  std::chrono::steady_clock::time_point started_at_{};
+  ChaosReport r_;
+};
+
+}  // namespace
+
+uint64_t ChaosReport::faults_total() const {
+  uint64_t n = 0;
+  for (const auto& [k, v] : faults) n += v;
+  return n;
+}
+
+std::string ChaosReport::summary() const {
+  std::ostringstream s;
+  s << operations << " operations in " << seconds << " s: " << created << " pods created, " << deleted << " deleted, " << cycles
+    << " scheduling cycles (" << placed << " placed, " << unschedulable << " unschedulable, " << bind_failures << " binds refused or failed, "
+    << cycle_errors << " cycles failed while fracpack was down or faulted), " << faults_total() << " faults (";
+  bool first = true;
+  for (const auto& [k, v] : faults) {
+    s << (first ? "" : ", ") << k << " " << v;
+    first = false;
+  }
+  s << "), " << restarts << " restarts (SIGKILL; " << killed_mid_bind << " with a bind in flight; ready again within " << max_ready_seconds
+    << " s at most), " << checks << " invariant checks, " << violations << " violations";
+  return s.str();
+}
+
+ChaosReport run_chaos(const ChaosOptions& options) { return Chaos(options).run(); }
+
+}  // namespace fracpack::testing

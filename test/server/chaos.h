@@ -1,0 +1,52 @@
+// The chaos soak (issue: reliability): the test scheduler driver against
+// `fracpack serve` as a child process, synced from the fake API server,
+// while the API server injects random faults (dropped, expired and closed
+// watches, compacted history, 409/500/lost answers on bindings, 429s, slow
+// answers), pods are created and deleted at random, and fracpack is killed
+// (SIGKILL) and restarted mid-run. Invariants are checked continuously and
+// at the end:
+//   * no card over-committed, in the pods' annotations or in fracpack's ledger;
+//   * no pod bound twice (its node and allocation never change once bound);
+//   * no reservation older than its TTL (beyond one expiry pass);
+//   * the process never ends by itself (no crash);
+//   * at the end, every bound pod's annotation equals fracpack's ledger.
+// Used by test/server/chaos_test.cc (CI-sized) and bench/chaos_bench.cc (long).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fracpack::testing {
+
+struct ChaosOptions {
+  uint64_t operations = 2000;
+  uint64_t seed = 1;
+  int nodes = 16;
+  int cards = 4;                  // per node, 16 GiB each
+  uint64_t restart_every = 700;   // operations between kills of fracpack (0: never)
+  double fault_rate = 0.05;       // share of operations that inject a fault
+  uint64_t check_every = 100;     // operations between invariant checks
+  std::chrono::milliseconds assume_ttl{3000};
+  std::chrono::milliseconds reconcile_interval{500};
+  bool verbose = false;           // progress lines on stderr
+};
+
+struct ChaosReport {
+  uint64_t operations = 0;
+  uint64_t created = 0, deleted = 0, cycles = 0, placed = 0, unschedulable = 0, bind_failures = 0, cycle_errors = 0;
+  uint64_t restarts = 0, killed_mid_bind = 0, checks = 0;
+  std::map<std::string, uint64_t> faults;  // by kind
+  uint64_t violations = 0;
+  std::vector<std::string> samples;        // the first violations, described
+  double seconds = 0;
+  double max_ready_seconds = 0;  // the longest restart, SIGKILL to ready
+  uint64_t faults_total() const;
+  std::string summary() const;
+};
+
+ChaosReport run_chaos(const ChaosOptions& options);
+
+}  // namespace fracpack::testing
