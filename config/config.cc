@@ -364,11 +364,12 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
       {"gpuDevices", &n.devices}, {"gpuCordon", &n.cordon}, {"allocation", &n.allocation}, {"gpuIndices", &n.indices},
       {"gfdCount", &n.gfd_count}, {"gfdMemory", &n.gfd_memory}, {"gfdProduct", &n.gfd_product}};
   for (const auto& [key, target] : names) {
-    err += contract.field(key, [target](const YAML::Node& v, const Where& w) -> Status {
+    std::string* out = target;  // clang 14 cannot capture a structured binding
+    err += contract.field(key, [out](const YAML::Node& v, const Where& w) -> Status {
       auto s = scalar(v, w, "a resource or annotation name");
       if (!s) return Error{s.message()};
       if (s->empty() || s->find_first_of(" \t\"") != std::string::npos) return w.error("\"" + *s + "\" is not a valid name");
-      *target = *s;
+      *out = *s;
       return Status::Ok();
     });
   }

@@ -47,12 +47,12 @@ void StateBinder::bind(k8s::BindTarget target, const k8s::Pod& known, std::funct
   }
   std::optional<k8s::Pod> pod = known;
   pod->node_name = target.node;
-  for (auto& [k, v] : target.annotations) {
-    auto it = std::find_if(pod->meta.annotations.begin(), pod->meta.annotations.end(), [&](const auto& e) { return e.first == k; });
+  for (const auto& kv : target.annotations) {
+    auto it = std::find_if(pod->meta.annotations.begin(), pod->meta.annotations.end(), [&](const auto& e) { return e.first == kv.first; });
     if (it != pod->meta.annotations.end()) {
-      it->second = v;
+      it->second = kv.second;
     } else {
-      pod->meta.annotations.emplace_back(k, v);
+      pod->meta.annotations.emplace_back(kv.first, kv.second);
     }
   }
   pod->phase = "Running";

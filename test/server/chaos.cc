@@ -36,6 +36,13 @@ uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
 std::string duration(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
 class Chaos {
@@ -49,7 +56,7 @@ class Chaos {
                                               "cluster:\n  kubeconfig: \"" + dir_.path() + "/kubeconfig\"\n  assumeTtl: \"" +
                                               duration(o_.assume_ttl) + "\"\n  reconcileInterval: \"" +
                                               duration(o_.reconcile_interval) + "\"\n  requestTimeout: \"2s\"\n" +
-                                              "workload:\n  configMap: \"\"\nlog:\n  level: warn\n");
+                                              "workload:\n  configMap: \"\"\nlog:\n  level: info\n");
     dir_.write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + api_.url() +
                                  "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
                                  "current-context: x\n");
@@ -87,6 +94,7 @@ class Chaos {
 
   void violation(const std::string& what) {
     ++r_.violations;
+    if (o_.verbose && r_.violations <= 50) std::fprintf(stderr, "violation at op %llu: %s\n", static_cast<unsigned long long>(r_.operations), what.c_str());
     if (r_.samples.size() < 20) r_.samples.push_back("op " + std::to_string(r_.operations) + ": " + what);
   }
 
@@ -106,6 +114,13 @@ class Chaos {
     violation("fracpack did not become ready after a start (exit " + std::to_string(process_->exit_code()) + "):\n" + tail(process_->log()));
   }
 
+  std::string last_requests() const {
+    const auto log = api_.request_log();
+    std::string out;
+    for (size_t i = log.size() > 8 ? log.size() - 8 : 0; i < log.size(); ++i) out += log[i] + " | ";
+    return out;
+  }
+
   static std::string tail(const std::string& log) { return log.size() > 2000 ? log.substr(log.size() - 2000) : log; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
@@ -115,8 +130,9 @@ class Chaos {
   void restart() {
     if (!process_->running()) violation("fracpack ended by itself (exit " + std::to_string(process_->exit_code()) + "):\n" + tail(process_->log()));
     std::future<Status> inflight;
-    for (int tries = 0; tries < 10 && !pending_.empty() && !inflight.valid(); ++tries) {
+    for (int tries = 0; tries < 10 && !inflight.valid(); ++tries) {
       if (tries > 0) delete_pod();  // a full cluster: make room
+      if (pending_.empty()) create_pod();
       const std::string name = pending_[std::uniform_int_distribution<size_t>(0, pending_.size() - 1)(rng_)];
       auto text = api_.get("pods", "default", name);
       if (!text) continue;
@@ -125,6 +141,7 @@ class Chaos {
       CycleResult c = driver_->schedule(*text, nodes);
       if (c.node.empty()) continue;
       inflight = driver_->bind_async("default", name, "u-" + name, c.node);
+      if (o_.verbose) std::fprintf(stderr, "op %llu: SIGKILL with the bind of %s to %s in flight\n", static_cast<unsigned long long>(r_.operations), name.c_str(), c.node.c_str());
       std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng_)));
     }
     process_->stop(SIGKILL);
@@ -273,10 +290,40 @@ class Chaos {
         u.first += c.cores;
         u.second += c.memory_mib;
         if (u.first > scheduling::kCardMilli || u.second > kCardMiB) {
-          violation(pod->node_name + " card " + std::to_string(c.index) + " over-committed by the annotations");
+          violation(pod->node_name + " card " + std::to_string(c.index) + " over-committed by the annotations: " +
+                    explain_card(pod->node_name, c.index));
         }
       }
     }
+  }
+
+  // For a violation: the pods whose records charge a card, and what
+  // fracpack's log says of them.
+  std::string explain_card(const std::string& node, int index) {
+    const k8s::ContractNames names;
+    std::string out;
+    std::vector<std::string> keys;
+    for (const auto& text : api_.list("pods")) {
+      auto pod = k8s::parse_pod(text, names.selection());
+      if (!pod || pod->node_name != node) continue;
+      const std::string* rec = pod->meta.annotation(names.allocation);
+      if (!rec) continue;
+      auto a = k8s::parse_allocation(*rec);
+      if (!a) continue;
+      for (const auto& c : scheduling::charges_of(*a)) {
+        if (c.index != index) continue;
+        out += pod->key() + " (rv " + pod->meta.resource_version + ") " + std::to_string(c.cores) + " milli " + std::to_string(c.memory_mib) + " MiB; ";
+        keys.push_back(pod->meta.name);
+      }
+    }
+    std::istringstream log(process_->log());
+    std::string lines;
+    for (std::string line; std::getline(log, line);) {
+      for (const auto& k : keys) {
+        if (line.find("/" + k + "\"") != std::string::npos) lines += "\n    " + line.substr(0, 300);
+      }
+    }
+    return out + "log of this process:" + lines;
   }
 
   // fracpack's own ledger: no card over-committed, no reservation past its
@@ -307,8 +354,16 @@ class Chaos {
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while (http_get(url(), "/readyz").status != 200) {
       if (!process_->running() || std::chrono::steady_clock::now() > deadline) {
+        std::string informers;
+        for (const auto& line : split_lines(http_get(url(), "/metrics").body)) {
+          if (line.rfind("fracpack_informer_", 0) == 0) informers += line + "; ";
+        }
+        const auto api_probe = http_get(api_.url(), "/version");
         violation("fracpack did not become ready after a restart (running: " + std::to_string(process_->running()) + ", /readyz: " +
-                  http_get(url(), "/readyz").body + "):\n" + tail(process_->log()));
+                  http_get(url(), "/readyz").body + ", API server /version: " + std::to_string(api_probe.status) + ", open watches " +
+                  std::to_string(api_.open_watches()) + ", connections " + std::to_string(api_.connections()) + ", informers: " + informers +
+                  ", the API server's last requests: " + last_requests() +
+                  "):\n" + tail(process_->log()));
         return;
       }
       std::this_thread::sleep_for(20ms);

@@ -10,9 +10,9 @@ namespace {
 
 TEST(Chaos, FaultsDeletionsAndRestartsBreakNoInvariant) {
   ChaosOptions o;
-  o.operations = 8000;
+  o.operations = 5000;
   o.seed = 20261121;
-  o.restart_every = 2000;
+  o.restart_every = 1250;
   const ChaosReport r = run_chaos(o);
   std::string samples;
   for (const auto& s : r.samples) samples += "\n  " + s;
@@ -21,8 +21,8 @@ TEST(Chaos, FaultsDeletionsAndRestartsBreakNoInvariant) {
   EXPECT_EQ(r.restarts, 4u) << r.summary();
   EXPECT_GE(r.faults.size(), 10u) << r.summary();
   EXPECT_GT(r.killed_mid_bind, 0u) << r.summary();
-  EXPECT_GT(r.placed, 800u) << r.summary();
-  EXPECT_GT(r.deleted, 1000u) << r.summary();
+  EXPECT_GT(r.placed, 500u) << r.summary();
+  EXPECT_GT(r.deleted, 600u) << r.summary();
   std::printf("%s\n", r.summary().c_str());
 }
 
