@@ -98,6 +98,12 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
     } else if (!pod->node_name.empty() && pod->node_name != s.node) {
       state.note_reconciled(s.uid);
       ++resolved;
+    } else if (pod->node_name.empty() && s.past_ttl) {
+      // Past its TTL and provably not bound: the Binding never took effect.
+      // (Bound here but not yet confirmed: kept — releasing it would let
+      // another pod take its cards while the watch lags.)
+      state.note_reconciled(s.uid);
+      ++resolved;
     }
   }
   return resolved;

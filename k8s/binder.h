@@ -37,7 +37,8 @@ Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target, bool* 
 
 class ClusterState;
 
-// Resolves assumed reservations that stayed unconfirmed for `min_age`: the
+// Resolves assumed reservations that stayed unconfirmed for `min_age` (and,
+// past their TTL, releases those whose pod the API server shows unbound): the
 // watch may have missed the pod's whole life (a relist after a 410 shows
 // only the present). One GET each: gone, re-created (another UID), finished
 // or bound elsewhere -> released; bound here or still pending -> kept, for

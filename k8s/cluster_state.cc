@@ -60,15 +60,17 @@ std::optional<Pod> ClusterState::pod_by_name(const std::string& ns, const std::s
   return it->second.pod;
 }
 
+// No expiry here: a reservation past its TTL may belong to a bound pod whose
+// watch event is late; only the reconciler, with the API server's word that
+// the pod is unbound, releases it (reconcile_assumptions). Found by the chaos
+// soak: expiring here let the next pod take a bound pod's cards.
 Status ClusterState::assume(const PodFacts& pod, Allocation allocation, scheduling::Clock::time_point now) {
   std::unique_lock lock(mu_);
-  counters_.expired_assumptions += ledger_.expire(now).size();
   return ledger_.assume(pod, std::move(allocation), now + options_.assume_ttl);
 }
 
 Result<Allocation> ClusterState::assume_chosen(const PodFacts& pod, const Chooser& choose, scheduling::Clock::time_point now) {
   std::unique_lock lock(mu_);
-  counters_.expired_assumptions += ledger_.expire(now).size();
   auto chosen = choose(ledger_);
   if (!chosen) return chosen;
   if (Status s = ledger_.assume(pod, *chosen, now + options_.assume_ttl); !s.ok()) return Error{s.message()};
@@ -97,7 +99,8 @@ std::vector<ClusterState::Stale> ClusterState::stale_assumptions(scheduling::Clo
     const scheduling::PodRecord* r = ledger_.pod(uid);
     if (r == nullptr || r->deadline - options_.assume_ttl + min_age > now) continue;
     const size_t slash = r->key.find('/');
-    out.push_back(Stale{uid, r->key.substr(0, slash), slash == std::string::npos ? r->key : r->key.substr(slash + 1), r->node});
+    out.push_back(Stale{uid, r->key.substr(0, slash), slash == std::string::npos ? r->key : r->key.substr(slash + 1), r->node,
+                        now >= r->deadline});
   }
   return out;
 }

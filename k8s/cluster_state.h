@@ -47,7 +47,9 @@ namespace fracpack::k8s {
 
 struct SyncOptions {
   ContractNames names;
-  std::chrono::milliseconds assume_ttl{30000};  // an assumed bind never confirmed is dropped after this
+  // An assumed bind not confirmed within this is checked with the API server
+  // (reconcile_assumptions) and released if its pod is not bound.
+  std::chrono::milliseconds assume_ttl{30000};
 };
 
 struct SyncCounters {
@@ -113,6 +115,7 @@ class ClusterState {
     std::string namespace_name;
     std::string name;
     std::string node;  // where it is assumed
+    bool past_ttl = false;  // its assume TTL has run out
   };
   std::vector<Stale> stale_assumptions(scheduling::Clock::time_point now, std::chrono::milliseconds min_age) const;
   // The API server says this assumed pod is no longer bound here (bound

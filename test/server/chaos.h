@@ -7,7 +7,8 @@
 // at the end:
 //   * no card over-committed, in the pods' annotations or in fracpack's ledger;
 //   * no pod bound twice (its node and allocation never change once bound);
-//   * no reservation older than its TTL (beyond one expiry pass);
+//   * no reservation past its TTL (beyond one reconciler pass) unless its pod
+//     is bound there (the watch lagging: released only when provably unbound);
 //   * the process never ends by itself (no crash);
 //   * at the end, every bound pod's annotation equals fracpack's ledger.
 // Used by test/server/chaos_test.cc (CI-sized) and bench/chaos_bench.cc (long).

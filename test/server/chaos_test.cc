@@ -3,6 +3,8 @@
 // invariant violations. The long run is bench/chaos_bench.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "test/server/chaos.h"
 
 namespace fracpack::testing {
@@ -13,6 +15,8 @@ TEST(Chaos, FaultsDeletionsAndRestartsBreakNoInvariant) {
   o.operations = 5000;
   o.seed = 20261121;
   o.restart_every = 1250;
+  o.verbose = std::getenv("CHAOS_VERBOSE") != nullptr;
+  if (const char* ttl = std::getenv("CHAOS_TTL_MS")) o.assume_ttl = std::chrono::milliseconds(std::atoi(ttl));
   const ChaosReport r = run_chaos(o);
   std::string samples;
   for (const auto& s : r.samples) samples += "\n  " + s;

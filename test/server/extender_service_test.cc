@@ -333,3 +333,32 @@ TEST(ExtenderBind, AnUnknownBindOutcomeKeepsTheReservation) {
 
 }  // namespace
 }  // namespace fracpack::testing
+
+namespace fracpack::testing {
+namespace {
+
+// Found by the chaos soak: a bound pod whose watch event came later than its
+// assume TTL lost its reservation, and the next pod took the same card.
+TEST(ExtenderBind, APodBoundButNotYetSeenKeepsItsCardPastTheTtl) {
+  config::Config cfg = test_config();
+  cfg.cluster.assume_ttl = std::chrono::milliseconds(300);
+  cfg.cluster.reconcile_interval = std::chrono::milliseconds(100);
+  Connected c(cfg);
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  c.api->create("pods", gpu_pod("a", "u-a", 60));
+  c.api->create("pods", gpu_pod("b", "u-b", 60));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
+  c.api->faults().event_delay_ms = 2500;  // the watch shows a's bind late
+  ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // TTL and several reconciler passes
+  Status second = c.driver().bind("default", "b", "u-b", "solo");
+  EXPECT_FALSE(second.ok()) << "b took a's card";
+  c.api->faults().event_delay_ms = 0;
+  auto b = c.api->get("pods", "default", "b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(nlohmann::json::parse(*b)["spec"].value("nodeName", ""), "");
+}
+
+}  // namespace
+}  // namespace fracpack::testing
