@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "k8s/contract.h"
+#include "k8s/json_write.h"
 #include "k8s/snapshot.h"
 #include "server/daemon.h"
 #include "server/log.h"

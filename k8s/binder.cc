@@ -2,6 +2,7 @@
 
 #include "k8s/cluster_state.h"
 #include "k8s/contract.h"
+#include "k8s/json_write.h"
 
 namespace fracpack::k8s {
 
@@ -102,7 +103,7 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
       // Past its TTL and provably not bound: the Binding never took effect.
       // (Bound here but not yet confirmed: kept — releasing it would let
       // another pod take its cards while the watch lags.)
-      state.note_reconciled(s.uid);
+      state.note_expired(s.uid);
       ++resolved;
     }
   }

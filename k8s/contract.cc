@@ -8,6 +8,7 @@
 #include <set>
 
 #include "k8s/json.h"
+#include "k8s/json_write.h"
 #include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 
@@ -381,40 +382,6 @@ Result<NodeSpec> node_spec(const Node& node, const ContractNames& n) {
     }
   }
   return spec;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  // Runs of characters that need no escape are appended whole.
-  static constexpr auto kEscape = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0; c < 0x20; ++c) t[static_cast<size_t>(c)] = true;
-    t['"'] = true;
-    t['\\'] = true;
-    return t;
-  }();
-  out.push_back('"');
-  size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto ch = static_cast<unsigned char>(s[i]);
-    if (!kEscape[ch]) continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        static const char* hex = "0123456789abcdef";
-        out += "\\u00";
-        out.push_back(hex[ch >> 4]);
-        out.push_back(hex[ch & 15]);
-      }
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out.push_back('"');
 }
 
 namespace {

@@ -67,7 +67,4 @@ Result<scheduling::Allocation> parse_allocation(std::string_view json);
 // The node's card list as the device annotation writes it.
 std::string format_devices(const std::vector<scheduling::Card>& cards);
 
-// Appends `s` as a JSON string literal (quoted, escaped) to `out`.
-void append_json_string(std::string& out, std::string_view s);
-
 }  // namespace fracpack::k8s

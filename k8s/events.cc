@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "k8s/contract.h"
+#include "k8s/json_write.h"
 
 namespace fracpack::k8s {
 namespace {

@@ -6,6 +6,7 @@
 #include "k8s/contract.h"
 #include "k8s/json.h"
 #include "k8s/json_stream.h"
+#include "k8s/json_write.h"
 
 namespace fracpack::k8s {
 namespace {

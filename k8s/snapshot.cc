@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/json_write.h"
 #include "scheduling/replay/sequence.h"
 
 namespace fracpack::k8s {

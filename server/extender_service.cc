@@ -5,6 +5,7 @@
 
 #include "k8s/contract.h"
 #include "k8s/extender.h"
+#include "k8s/json_write.h"
 #include "scheduling/fragmentation.h"
 #include "server/ledger_report.h"
 #include "server/log.h"
@@ -100,9 +101,9 @@ void ExtenderService::handle(HttpRequest&& request, Reply reply) {
   if (path == "/readyz") return timed(readyz());
   if (path == "/version") {
     std::string body = "{";
-    append_json_field(body, "version", options_.version, false);
-    append_json_field(body, "policy", evaluator_.policy_name());
-    append_json_field(body, "mode", options_.mode);
+    k8s::append_json_field(body, "version", options_.version, false);
+    k8s::append_json_field(body, "policy", evaluator_.policy_name());
+    k8s::append_json_field(body, "mode", options_.mode);
     body += "}";
     return timed(json_response(200, body));
   }

@@ -2,35 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 
-#include "k8s/contract.h"
+#include "k8s/json_write.h"
 #include "scheduling/fragmentation.h"
 
 namespace fracpack::server {
 
-void append_json_field(std::string& out, const char* key, std::string_view value, bool comma) {
-  if (comma) out.push_back(',');
-  out.push_back('"');
-  out += key;
-  out += "\":";
-  k8s::append_json_string(out, value);
-}
-
-void append_json_number(std::string& out, const char* key, double value, bool comma) {
-  if (comma) out.push_back(',');
-  out.push_back('"');
-  out += key;
-  out += "\":";
-  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
-    out += std::to_string(static_cast<int64_t>(value));
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(value) ? value : 0.0);
-    out += buf;
-  }
-}
+using k8s::append_json_field;
+using k8s::append_json_number;
 
 std::string ledger_report_json(const scheduling::Ledger& ledger, const scheduling::ShapeCounts* workload) {
   std::string out = "{\"nodes\":[";

@@ -14,7 +14,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "scheduling/ledger.h"
 #include "scheduling/workload.h"
@@ -23,10 +22,5 @@ namespace fracpack::server {
 
 // `workload` may be null: then the totals carry no fragmentation figure.
 std::string ledger_report_json(const scheduling::Ledger& ledger, const scheduling::ShapeCounts* workload);
-
-// `"key":"value"` and `"key":number` (integers without a decimal point),
-// preceded by a comma unless `comma` is false.
-void append_json_field(std::string& out, const char* key, std::string_view value, bool comma = true);
-void append_json_number(std::string& out, const char* key, double value, bool comma = true);
 
 }  // namespace fracpack::server

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "k8s/contract.h"
+#include "k8s/json_write.h"
 
 namespace fracpack::server {
 namespace {
