@@ -111,6 +111,15 @@ void ClusterState::note_reconciled(const std::string& uid) {
   if (ledger_.forget(uid)) ++counters_.reconciled_assumptions;
 }
 
+void ClusterState::note_expired(const std::string& uid) {
+  std::unique_lock lock(mu_);
+  bound_at_.erase(uid);
+  const scheduling::PodRecord* r = ledger_.pod(uid);
+  if (r == nullptr || r->phase != scheduling::PodPhase::kAssumed) return;
+  problem_locked("pod " + r->key, "assumed reservation on " + r->node + " expired: the pod is not bound");
+  if (ledger_.forget(uid)) ++counters_.expired_assumptions;
+}
+
 void ClusterState::note_gone(const std::string& uid) {
   std::unique_lock lock(mu_);
   bound_at_.erase(uid);

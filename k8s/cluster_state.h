@@ -106,7 +106,11 @@ class ClusterState {
   // The API server accepted the pod's Binding (at `when`): a consistent list
   // started later that lacks the pod proves it gone.
   void note_bound(const std::string& uid, std::chrono::steady_clock::time_point when = std::chrono::steady_clock::now());
-  // Drops assumed reservations past their TTL; returns how many.
+  // Drops every assumed reservation past its TTL, bound or not; returns how
+  // many. Blind: for tests and offline tools. `serve` releases a reservation
+  // past its TTL only when the API server shows the pod unbound
+  // (reconcile_assumptions, then note_expired): a bound pod's watch event may
+  // simply be late.
   size_t expire(scheduling::Clock::time_point now);
 
   // Assumed pods reserved at least `min_age` ago and not yet confirmed.
@@ -121,6 +125,9 @@ class ClusterState {
   // The API server says this assumed pod is no longer bound here (bound
   // elsewhere): its reservation is dropped.
   void note_reconciled(const std::string& uid);
+  // Past its TTL and the API server shows the pod unbound: the Binding never
+  // took effect; its reservation is dropped (counted as expired).
+  void note_expired(const std::string& uid);
   // The API server says this pod UID is gone (404, the name now holds
   // another UID, or it finished): its reservation is dropped, and until the
   // informer itself sees it go, older events still in flight about it are

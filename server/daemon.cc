@@ -29,6 +29,37 @@ std::string hostname() {
 
 HttpResponse starting(int status, const std::string& why) { return HttpResponse{status, k8s::format_error(why)}; }
 
+// API server trouble goes to the log as it happens (readiness says it too):
+// a line when a watch source fails with a new error, then at most one per
+// 30 s while the same error repeats; a line when a source first syncs.
+class SourceLog {
+ public:
+  void report(const std::vector<SourceHealth>& sources) {
+    for (const auto& h : sources) {
+      Seen& s = seen_[h.resource];
+      if (h.stats.synced && !s.synced) log_info("synced", {{"resource", h.resource}, {"resource_version", h.stats.resource_version}});
+      s.synced = h.stats.synced;
+      if (h.stats.errors <= s.errors) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (h.stats.last_error == s.error && now - s.logged < std::chrono::seconds(30)) continue;
+      log_warn("api server request failed",
+               {{"resource", h.resource}, {"error", h.stats.last_error}, {"failures", std::to_string(h.stats.errors - s.errors)}});
+      s.errors = h.stats.errors;
+      s.error = h.stats.last_error;
+      s.logged = now;
+    }
+  }
+
+ private:
+  struct Seen {
+    uint64_t errors = 0;  // failures already reported
+    std::string error;
+    std::chrono::steady_clock::time_point logged{};
+    bool synced = false;
+  };
+  std::map<std::string, Seen> seen_;
+};
+
 }  // namespace
 
 void tune_allocator_for_large_bodies() {
@@ -247,34 +278,8 @@ void Daemon::control(std::stop_token stop) {
     std::unique_lock lock(m);
     cv.wait_for(lock, stop, d, [] { return false; });
   };
-  // API server trouble goes to the log as it happens (readiness says it
-  // too): a line when a watch source fails with a new error, then at most one
-  // per 30 s while the same error repeats; a line when a source first syncs.
-  struct Seen {
-    uint64_t errors = 0;  // failures already reported
-    std::string error;
-    std::chrono::steady_clock::time_point logged{};
-    bool synced = false;
-  };
-  std::map<std::string, Seen> seen;
-  auto report_sources = [&] {
-    for (const auto& h : sources()) {
-      Seen& s = seen[h.resource];
-      if (h.stats.synced && !s.synced) {
-        log_info("synced", {{"resource", h.resource}, {"resource_version", h.stats.resource_version}});
-      }
-      s.synced = h.stats.synced;
-      if (h.stats.errors <= s.errors) continue;
-      const auto now = std::chrono::steady_clock::now();
-      if (h.stats.last_error == s.error && now - s.logged < std::chrono::seconds(30)) continue;
-      log_warn("api server request failed", {{"resource", h.resource},
-                                             {"error", h.stats.last_error},
-                                             {"failures", std::to_string(h.stats.errors - s.errors)}});
-      s.errors = h.stats.errors;
-      s.error = h.stats.last_error;
-      s.logged = now;
-    }
-  };
+  SourceLog source_log;
+  auto report_sources = [&] { source_log.report(sources()); };
   for (int tick = 0; !stop.stop_requested() && !state_->ready(); ++tick) {
     if (tick % 25 == 0) report_sources();
     sleep_for(std::chrono::milliseconds(20));

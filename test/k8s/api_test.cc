@@ -396,6 +396,7 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
   auto cores = [&](int card) { return state.read([&](const scheduling::Ledger& l) { return l.node("n1")->use()[static_cast<size_t>(card)].cores; }); };
   EXPECT_EQ(cores(0), 400) << "the bound pod keeps its card until the watch confirms it";
   EXPECT_EQ(cores(1), 0) << "the never-bound pod's reservation is released";
+  EXPECT_EQ(state.counters().expired_assumptions, 1u);
   // The API server unreachable: nothing is released.
   ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));

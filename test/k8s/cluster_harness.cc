@@ -48,6 +48,32 @@ std::string allocation_annotation(const std::string& node, const std::vector<std
   return k8s::format_allocation(a);
 }
 
+AnnotatedUse annotated_use(const FakeApiServer& server) {
+  AnnotatedUse out;
+  const k8s::ContractNames names;
+  for (const auto& text : server.list("pods")) {
+    auto pod = k8s::parse_pod(text, names.selection());
+    if (!pod || pod->node_name.empty() || pod->terminal() || !k8s::requests_gpu(*pod, names)) continue;
+    const std::string* rec = pod->meta.annotation(names.allocation);
+    if (rec == nullptr) {
+      out.unrecorded.push_back(pod->key());
+      continue;
+    }
+    auto a = k8s::parse_allocation(*rec);
+    if (!a || a->node != pod->node_name) {
+      out.bad_records.push_back(pod->key());
+      continue;
+    }
+    for (const auto& c : scheduling::charges_of(*a)) {
+      AnnotatedCard& card = out.cards[{pod->node_name, c.index}];
+      card.cores_milli += c.cores;
+      card.memory_mib += c.memory_mib;
+      card.pods.push_back(pod->key());
+    }
+  }
+  return out;
+}
+
 k8s::ClientConfig client_for(const FakeApiServer& server) {
   k8s::ClientConfig c;
   c.endpoint = *k8s::Endpoint::parse(server.url());

@@ -41,6 +41,20 @@ std::string pod_object(const PodSpec& p);
 std::string allocation_annotation(const std::string& node, const std::vector<std::pair<int, int>>& cards_cores_percent,
                                   int64_t memory_mib = 0, const std::string& container = "main");
 
+// What the allocation records of the server's bound, live pods charge, per
+// (node, card index); the pods charging each card; records that do not parse.
+struct AnnotatedCard {
+  int64_t cores_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<std::string> pods;  // namespace/name
+};
+struct AnnotatedUse {
+  std::map<std::pair<std::string, int>, AnnotatedCard> cards;
+  std::vector<std::string> unrecorded;   // bound GPU pods without a record
+  std::vector<std::string> bad_records;  // pods whose record is malformed or names another node
+};
+AnnotatedUse annotated_use(const FakeApiServer& server);
+
 k8s::ClientConfig client_for(const FakeApiServer& server);
 k8s::InformerOptions fast_informer(const std::string& resource, const std::string& field_selector = "");
 

@@ -21,20 +21,10 @@ using json = nlohmann::json;
 
 // Per-card sums of the bound pods' annotations exceed no card.
 std::string annotations_overcommit(const FakeApiServer& s) {
-  std::map<std::pair<std::string, int>, std::pair<int, int64_t>> use;
-  for (const auto& text : s.list("pods")) {
-    auto pod = k8s::parse_pod(text, k8s::ContractNames{}.selection());
-    if (!pod || pod->node_name.empty() || pod->terminal()) continue;
-    const std::string* rec = pod->meta.annotation("fracpack.io/allocation");
-    if (rec == nullptr) continue;
-    auto a = k8s::parse_allocation(*rec);
-    if (!a) return "bad record on " + pod->key();
-    for (const auto& c : scheduling::charges_of(*a)) {
-      auto& u = use[{pod->node_name, c.index}];
-      u.first += c.cores;
-      u.second += c.memory_mib;
-      if (u.first > 1000 || u.second > 16384) return pod->node_name + " card " + std::to_string(c.index) + " over-committed";
-    }
+  const AnnotatedUse use = annotated_use(s);
+  if (!use.bad_records.empty()) return "bad record on " + use.bad_records.front();
+  for (const auto& [card, u] : use.cards) {
+    if (u.cores_milli > scheduling::kCardMilli || u.memory_mib > 16384) return card.first + " card " + std::to_string(card.second) + " over-committed";
   }
   return "";
 }

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <fstream>
 #include <future>
 #include <random>
 #include <set>
@@ -52,7 +51,10 @@ class Chaos {
 
   ChaosReport run() {
     const auto start = std::chrono::steady_clock::now();
-    for (int n = 0; n < o_.nodes; ++n) api_.create("nodes", node_object("node-" + std::to_string(n), o_.cards, kCardMiB));
+    for (int n = 0; n < o_.nodes; ++n) {
+      candidates_.push_back({"node-" + std::to_string(n), ""});
+      api_.create("nodes", node_object(candidates_.back().name, o_.cards, kCardMiB));
+    }
     config_ = dir_.write("fracpack.yaml", "listen: \"127.0.0.1:" + std::to_string(port_) + "\"\n" +
                                               "cluster:\n  kubeconfig: \"" + dir_.path() + "/kubeconfig\"\n  assumeTtl: \"" +
                                               duration(o_.assume_ttl) + "\"\n  reconcileInterval: \"" +
@@ -137,9 +139,7 @@ class Chaos {
       const std::string name = pending_[std::uniform_int_distribution<size_t>(0, pending_.size() - 1)(rng_)];
       auto text = api_.get("pods", "default", name);
       if (!text) continue;
-      std::vector<CandidateNode> nodes;
-      for (int n = 0; n < o_.nodes; ++n) nodes.push_back({"node-" + std::to_string(n), ""});
-      CycleResult c = driver_->schedule(*text, nodes);
+      CycleResult c = driver_->schedule(*text, candidates_);
       if (c.node.empty()) continue;
       inflight = driver_->bind_async("default", name, "u-" + name, c.node);
       if (o_.verbose) std::fprintf(stderr, "op %llu: SIGKILL with the bind of %s to %s in flight\n", static_cast<unsigned long long>(r_.operations), name.c_str(), c.node.c_str());
@@ -202,22 +202,14 @@ class Chaos {
         pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
         continue;  // deleted or bound meanwhile
       }
-      std::vector<CandidateNode> nodes;
-      for (int n = 0; n < o_.nodes; ++n) nodes.push_back({"node-" + std::to_string(n), ""});
       ++r_.cycles;
-      CycleResult c = driver_->schedule(*text, nodes);
+      CycleResult c = driver_->schedule(*text, candidates_);
       if (!c.error.empty()) {
         ++r_.cycle_errors;  // fracpack down or an injected fault: kube-scheduler retries later
         return;
       }
       if (c.node.empty()) {
         ++r_.unschedulable;
-        if (getenv("CHAOS_DEBUG") && r_.unschedulable % 500 == 1) {
-          std::string why;
-          for (const auto& [n, m] : c.filter.failed) why += n + ": " + m + "; ";
-          for (const auto& [n, m] : c.filter.unresolvable) why += n + ": " + m + "; ";
-          std::fprintf(stderr, "unschedulable %s: %s\n", name.c_str(), why.substr(0, 600).c_str());
-        }
         return;
       }
       Status s = driver_->bind("default", name, "u-" + name, c.node);
@@ -265,39 +257,28 @@ class Chaos {
     }
   }
 
-  // Per card, the sum of the annotations of the bound, live pods; and
-  // "bound once": a pod's node and record never change.
+  // "Bound once": a pod's node and record never change. Per card, the
+  // records of the bound, live pods fit the card.
   void check_annotations() {
-    std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> use;
     const k8s::ContractNames names;
     for (const auto& text : api_.list("pods")) {
       auto pod = k8s::parse_pod(text, names.selection());
       if (!pod || pod->node_name.empty() || pod->terminal()) continue;
       const std::string* rec = pod->meta.annotation(names.allocation);
-      const std::string record = rec ? *rec : "";
-      auto [it, inserted] = bound_.emplace(pod->meta.uid, std::make_pair(pod->node_name, record));
-      if (!inserted && it->second != std::make_pair(pod->node_name, record)) violation("pod " + pod->key() + " bound twice or its record changed");
-      if (!rec) {
-        violation("bound GPU pod " + pod->key() + " without an allocation record");
-        continue;
-      }
-      auto a = k8s::parse_allocation(*rec);
-      if (!a) {
-        violation("bad allocation record on " + pod->key());
-        continue;
-      }
-      if (a->node != pod->node_name) violation(pod->key() + ": record names node " + a->node + ", bound to " + pod->node_name);
-      for (const auto& c : scheduling::charges_of(*a)) {
-        auto& u = use[{pod->node_name, c.index}];
-        u.first += c.cores;
-        u.second += c.memory_mib;
-        if (u.first > scheduling::kCardMilli || u.second > kCardMiB) {
-          violation(pod->node_name + " card " + std::to_string(c.index) + " over-committed by the annotations: " +
-                    explain_card(pod->node_name, c.index));
-        }
+      const auto now = std::make_pair(pod->node_name, rec ? *rec : std::string());
+      auto [it, inserted] = bound_.emplace(pod->meta.uid, now);
+      if (!inserted && it->second != now) violation("pod " + pod->key() + " bound twice or its record changed");
+    }
+    const AnnotatedUse use = annotated_use(api_);
+    for (const auto& key : use.unrecorded) violation("bound GPU pod " + key + " without an allocation record");
+    for (const auto& key : use.bad_records) violation("allocation record of " + key + " malformed or naming another node");
+    for (const auto& [card, u] : use.cards) {
+      if (u.cores_milli > scheduling::kCardMilli || u.memory_mib > kCardMiB) {
+        violation(card.first + " card " + std::to_string(card.second) + " over-committed by the annotations: " + explain_card(u));
       }
     }
   }
+
 
   // Past its TTL a reservation may stay while its pod is bound there (the
   // watch lags); a leak is one whose pod is not.
@@ -308,36 +289,20 @@ class Chaos {
   }
 
   // For a violation: the pods whose records charge a card, and what
-  // fracpack's log says of them.
-  std::string explain_card(const std::string& node, int index) {
-    const k8s::ContractNames names;
-    std::string out;
-    std::vector<std::string> keys;
-    for (const auto& text : api_.list("pods")) {
-      auto pod = k8s::parse_pod(text, names.selection());
-      if (!pod || pod->node_name != node) continue;
-      const std::string* rec = pod->meta.annotation(names.allocation);
-      if (!rec) continue;
-      auto a = k8s::parse_allocation(*rec);
-      if (!a) continue;
-      for (const auto& c : scheduling::charges_of(*a)) {
-        if (c.index != index) continue;
-        out += pod->key() + " (rv " + pod->meta.resource_version + ") " + std::to_string(c.cores) + " milli " + std::to_string(c.memory_mib) + " MiB; ";
-        keys.push_back(pod->meta.name);
-      }
-    }
+  // fracpack's logs (of every process so far) say of them.
+  std::string explain_card(const AnnotatedCard& card) const {
+    std::string out = std::to_string(card.cores_milli) + " milli, " + std::to_string(card.memory_mib) + " MiB charged by";
+    for (const auto& key : card.pods) out += " " + key;
+    out += "; fracpack's log of them:";
     std::istringstream log(earlier_logs_ + process_->log());
-    std::string lines;
     for (std::string line; std::getline(log, line);) {
-      for (const auto& k : keys) {
-        if (line.find("/" + k + "\"") != std::string::npos) lines += "\n    " + line.substr(0, 300);
+      for (const auto& key : card.pods) {
+        if (line.find("\"" + key + "\"") != std::string::npos) out += "\n    " + line.substr(0, 300);
       }
     }
-    if (o_.verbose) {
-      std::ofstream("/tmp/chaos-fracpack-logs.txt") << earlier_logs_ << "=== current process\n" << process_->log();
-    }
-    return out + "fracpack's log of them:" + lines;
+    return out;
   }
+
 
   // fracpack's own ledger: no card over-committed, no reservation past its
   // TTL beyond one expiry pass.
@@ -405,22 +370,13 @@ class Chaos {
         from_ledger[pod["uid"]] = node["name"];
       }
     }
-    std::map<std::string, std::string> from_api;
+    std::map<std::string, std::string> from_api;  // uid -> node
     const k8s::ContractNames names;
-    std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> use;
     for (const auto& text : api_.list("pods")) {
       auto pod = k8s::parse_pod(text, names.selection());
-      if (!pod || pod->node_name.empty() || pod->terminal()) continue;
-      from_api[pod->meta.uid] = pod->node_name;
-      if (const std::string* rec = pod->meta.annotation(names.allocation)) {
-        if (auto a = k8s::parse_allocation(*rec)) {
-          for (const auto& c : scheduling::charges_of(*a)) {
-            use[{pod->node_name, c.index}].first += c.cores;
-            use[{pod->node_name, c.index}].second += c.memory_mib;
-          }
-        }
-      }
+      if (pod && !pod->node_name.empty() && !pod->terminal()) from_api[pod->meta.uid] = pod->node_name;
     }
+    const AnnotatedUse use = annotated_use(api_);
     if (from_ledger != from_api) {
       violation("at the end the ledger holds " + std::to_string(from_ledger.size()) + " pods, the API server " +
                 std::to_string(from_api.size()) + " bound pods, not the same");
@@ -428,8 +384,9 @@ class Chaos {
     for (const auto& node : (*ledger)["nodes"]) {
       for (const auto& card : node["cards"]) {
         const auto key = std::make_pair(node["name"].get<std::string>(), card["index"].get<int>());
-        const auto u = use.count(key) ? use[key] : std::make_pair(int64_t{0}, int64_t{0});
-        if (card["computeUsedMilli"].get<int64_t>() != u.first || card["memoryUsedMiB"].get<int64_t>() != u.second) {
+        auto it = use.cards.find(key);
+        const AnnotatedCard u = it == use.cards.end() ? AnnotatedCard{} : it->second;
+        if (card["computeUsedMilli"].get<int64_t>() != u.cores_milli || card["memoryUsedMiB"].get<int64_t>() != u.memory_mib) {
           violation(key.first + " card " + std::to_string(key.second) + ": the ledger's use differs from the annotations");
         }
       }
@@ -475,6 +432,7 @@ class Chaos {
   std::string config_;
   std::unique_ptr<FracpackProcess> process_;
   std::unique_ptr<SchedulerDriver> driver_;
+  std::vector<CandidateNode> candidates_;  // every node, by name (nodeCacheCapable)
   std::vector<std::string> pending_;
   std::string earlier_logs_;  // of the processes killed so far (for violations)
   std::map<std::string, std::pair<std::string, std::string>> bound_;  // uid -> (node, record)
