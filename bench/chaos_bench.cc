@@ -1,5 +1,5 @@
 // The long chaos soak: bench/chaos_bench [--operations N] [--seed S]
-// [--restart-every N] [--nodes N] [--fault-rate X]. Prints what it did and
+// [--restart-every N] [--nodes N] [--fault-rate X] [--disruption-rate X]. Prints what it did and
 // the invariant violations (must be 0); exit 1 if any. See
 // test/server/chaos.h for what runs and what is checked.
 #include <cstdio>
@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
     else if (flag == "--restart-every") o.restart_every = std::strtoull(v, nullptr, 10);
     else if (flag == "--nodes") o.nodes = std::atoi(v);
     else if (flag == "--fault-rate") o.fault_rate = std::atof(v);
+    else if (flag == "--disruption-rate") o.disruption_rate = std::atof(v);
     else {
-      std::fprintf(stderr, "usage: chaos_bench [--operations N] [--seed S] [--restart-every N] [--nodes N] [--fault-rate X]\n");
+      std::fprintf(stderr, "usage: chaos_bench [--operations N] [--seed S] [--restart-every N] [--nodes N] [--fault-rate X] [--disruption-rate X]\n");
       return 2;
     }
   }

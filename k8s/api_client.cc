@@ -116,6 +116,16 @@ int TokenSource::reads() const {
   return reads_;
 }
 
+std::chrono::milliseconds retry_after_delay(const std::string& header) {
+  int s = 0;
+  for (char c : header) {
+    if (c < '0' || c > '9') return std::chrono::milliseconds(0);
+    s = s * 10 + (c - '0');
+    if (s > 3600) break;
+  }
+  return std::chrono::milliseconds(int64_t{s} * 1000);
+}
+
 std::string api_error_message(const HttpResponse& r) {
   std::string m = status_message(r.body);
   if (m.empty()) {

@@ -121,4 +121,8 @@ class ApiClient {
 // "Status" objects the API server returns with errors: their message.
 std::string api_error_message(const HttpResponse& r);
 
+// A Retry-After header in seconds (0 when absent or not a number; capped
+// at an hour).
+std::chrono::milliseconds retry_after_delay(const std::string& header);
+
 }  // namespace fracpack::k8s

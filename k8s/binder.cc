@@ -1,5 +1,7 @@
 #include "k8s/binder.h"
 
+#include <thread>
+
 #include "k8s/cluster_state.h"
 #include "k8s/contract.h"
 #include "k8s/json_write.h"
@@ -79,7 +81,18 @@ Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_g
 size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age) {
   size_t resolved = 0;
   for (const auto& s : state.stale_assumptions(scheduling::Clock::now(), min_age)) {
-    auto r = client.request("GET", "/api/v1/namespaces/" + s.namespace_name + "/pods/" + s.name);
+    auto get = [&] { return client.request("GET", "/api/v1/namespaces/" + s.namespace_name + "/pods/" + s.name); };
+    auto r = get();
+    // Past its TTL a reservation waits for the API server's word: a failed
+    // answer (a 500, a 429) is tried again now, twice, rather than a whole
+    // interval later (the chaos soak saw such reservations held seconds past
+    // their TTL). A Retry-After is honoured up to a second.
+    for (int retry = 1; retry <= 2 && s.past_ttl && (!r || (r->status != 200 && r->status != 404)); ++retry) {
+      const auto asked = r ? retry_after_delay(r->retry_after) : std::chrono::milliseconds(0);
+      if (asked > std::chrono::seconds(1)) break;
+      std::this_thread::sleep_for(std::max<std::chrono::milliseconds>(asked, std::chrono::milliseconds(50 * retry)));
+      r = get();
+    }
     if (!r) continue;  // cannot tell now; try again later
     if (r->status == 404) {
       state.note_gone(s.uid);

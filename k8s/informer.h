@@ -102,6 +102,7 @@ class Informer {
   void sleep(std::stop_token& stop, std::chrono::milliseconds d);
   std::chrono::milliseconds next_backoff();
   void failed(const std::string& what);
+  void throttled(const char* verb);  // a 429: counted, and the last error
   std::string query(const std::string& rv, bool watch, int timeout_seconds, const std::string& cont) const;
 
   ApiClient client_;

@@ -65,11 +65,11 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
       append_json_field(out, "pod", r->key, false);
       append_json_field(out, "uid", r->uid);
       append_json_field(out, "phase", r->phase == scheduling::PodPhase::kAssumed ? "assumed" : "confirmed");
-    if (r->phase == scheduling::PodPhase::kAssumed) {
-      // Negative: past its TTL (released at the next expiry pass).
-      append_json_number(out, "expiresInMs", static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                    r->deadline - scheduling::Clock::now()).count()));
-    }
+      if (r->phase == scheduling::PodPhase::kAssumed) {
+        // Negative: past its TTL (released once the API server shows the pod unbound).
+        append_json_number(out, "expiresInMs", static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                      r->deadline - scheduling::Clock::now()).count()));
+      }
       out.push_back('}');
       ++pods;
     }

@@ -403,6 +403,16 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
   server.faults().fail_gets = 10;
   EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 0u);
   EXPECT_EQ(cores(1), 400);
+  // One failed answer (a 500, a 429) does not hold the reservation a whole
+  // reconcile interval longer: the GET is tried again within the pass.
+  server.faults().fail_gets = 1;
+  EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 1u);
+  EXPECT_EQ(cores(1), 0);
+  ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server.faults().throttle = 1;
+  EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 1u);
+  EXPECT_EQ(cores(1), 0);
 }
 
 }  // namespace

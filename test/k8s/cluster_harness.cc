@@ -1,6 +1,7 @@
 #include "test/k8s/cluster_harness.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "k8s/contract.h"
 
@@ -220,9 +221,16 @@ std::string compare_ledger(const FakeApiServer& server, const k8s::ClusterState&
     cpu[pod->node_name] += req->cpu_milli;
     pods[pod->meta.uid] = a;
   }
+  std::set<std::string> nodes;
+  for (const std::string& text : server.list("nodes")) {
+    auto node = k8s::parse_node(text, names.selection());
+    if (!node) return "cannot decode a node: " + node.message();
+    nodes.insert(node->meta.name);
+  }
   return state.read([&](const scheduling::Ledger& ledger) -> std::string {
     if (Status s = ledger.check_invariants(/*capacity=*/false); !s.ok()) return "ledger invariant: " + s.message();
     for (const auto& [name, node] : ledger.nodes()) {
+      if (node.present() && !nodes.contains(name)) return "ledger holds node " + name + " that the server does not have";
       for (size_t p = 0; p < node.cards().size(); ++p) {
         const int index = node.cards()[p].index;
         const scheduling::CardUse want = cards[name][index];

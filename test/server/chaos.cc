@@ -70,9 +70,11 @@ class Chaos {
       end_slow_faults();
       if (x < o_.fault_rate) {
         inject_fault();
-      } else if (x < o_.fault_rate + 0.20) {
+      } else if (x < o_.fault_rate + o_.disruption_rate) {
+        disrupt_watches();
+      } else if (x < o_.fault_rate + o_.disruption_rate + 0.20) {
         create_pod();
-      } else if (x < o_.fault_rate + 0.40) {
+      } else if (x < o_.fault_rate + o_.disruption_rate + 0.40) {
         delete_pod();
       } else {
         schedule_one();
@@ -88,6 +90,7 @@ class Chaos {
     }
     quiesce();
     check(true);
+    count_informer_work();
     r_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r_;
   }
@@ -124,6 +127,17 @@ class Chaos {
     return out;
   }
 
+  // Adds what the running process's informers have applied so far.
+  void count_informer_work() {
+    for (const auto& line : split_lines(http_get(url(), "/metrics").body)) {
+      const size_t space = line.rfind(' ');
+      if (space == std::string::npos) continue;
+      const uint64_t v = std::strtoull(line.c_str() + space + 1, nullptr, 10);
+      if (line.rfind("fracpack_informer_events_total{", 0) == 0) r_.watch_events += v;
+      if (line.rfind("fracpack_informer_lists_total{", 0) == 0) r_.lists += v;
+    }
+  }
+
   static std::string tail(const std::string& log) { return log.size() > 2000 ? log.substr(log.size() - 2000) : log; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
@@ -145,6 +159,7 @@ class Chaos {
       if (o_.verbose) std::fprintf(stderr, "op %llu: SIGKILL with the bind of %s to %s in flight\n", static_cast<unsigned long long>(r_.operations), name.c_str(), c.node.c_str());
       std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng_)));
     }
+    count_informer_work();
     process_->stop(SIGKILL);
     earlier_logs_ += process_->log();
     if (inflight.valid()) {
@@ -189,6 +204,7 @@ class Chaos {
     if (from.empty()) return;
     const json& p = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
     api_.remove("pods", p["metadata"]["namespace"], p["metadata"]["name"]);
+    if (pick_bound) deleted_bound_at_[p["metadata"]["namespace"].get<std::string>() + "/" + p["metadata"]["name"].get<std::string>()] = std::chrono::steady_clock::now();
     ++r_.deleted;
   }
 
@@ -222,31 +238,65 @@ class Chaos {
     }
   }
 
+  // Faults come in bursts, not backlogs: a fault is armed only if the same
+  // kind is not already waiting (and counted only then). Counters that only
+  // grew, consumed by a process that makes few requests of that kind, left
+  // hundreds of closed watches and 429s waiting: a restarted fracpack's
+  // lists were throttled for over a minute.
   void inject_fault() {
     Faults& f = api_.faults();
-    std::uniform_int_distribution<int> kind(0, 11);
-    switch (kind(rng_)) {
-      case 0: f.close_watches += 1; ++r_.faults["watch closed"]; break;
-      case 1: f.drop_mid_event += 1; ++r_.faults["watch cut mid-event"]; break;
-      case 2: f.expire_watches += 1; ++r_.faults["watch 410"]; break;
-      case 3: api_.compact(); f.expire_lists += 1; ++r_.faults["history compacted, list 410"]; break;
-      case 4: f.conflict_bindings += 1; ++r_.faults["binding 409"]; break;
-      case 5: f.fail_bindings += 1; ++r_.faults["binding 500"]; break;
-      case 6: f.drop_binding_response += 1; ++r_.faults["binding answer lost"]; break;
-      case 7: f.throttle += 2; ++r_.faults["429"]; break;
-      case 8:
+    switch (std::uniform_int_distribution<int>(0, 6)(rng_)) {
+      case 0: arm(f.drop_mid_event, 1, "watch cut mid-event"); break;
+      case 1: arm(f.conflict_bindings, 1, "binding 409"); break;
+      case 2: arm(f.fail_bindings, 1, "binding 500"); break;
+      case 3: arm(f.drop_binding_response, 1, "binding answer lost"); break;
+      case 4: arm(f.fail_gets, 1, "GET 500"); break;
+      case 5:
+        if (f.slow_ms == 0) ++r_.faults["slow answers"];
         f.slow_ms = 50;
         slow_until_ = r_.operations + 20;
-        ++r_.faults["slow answers"];
         break;
-      case 9: f.fail_gets += 1; ++r_.faults["GET 500"]; break;
-      case 10:
+      default:
+        if (f.event_delay_ms == 0) ++r_.faults["watch events late"];
         f.event_delay_ms = 200;
         slow_until_ = r_.operations + 20;
-        ++r_.faults["watch events late"];
         break;
+    }
+  }
+
+  void disrupt_watches() {
+    Faults& f = api_.faults();
+    switch (std::uniform_int_distribution<int>(0, 4)(rng_)) {
+      case 0: arm(f.close_watches, 1, "watch closed"); break;
+      case 1: arm(f.expire_watches, 1, "watch 410"); break;
+      case 2: api_.compact(); arm(f.expire_lists, 1, "history compacted, list 410"); break;
+      case 3: arm(f.throttle, 2, "429"); break;
       default: api_.close_watches(); ++r_.faults["all watches closed"]; break;
     }
+  }
+
+  void arm(std::atomic<int>& counter, int n, const char* what) {
+    if (at_least(counter, n)) ++r_.faults[what];
+  }
+
+  // Raises counter to n; false if it was there already.
+  static bool at_least(std::atomic<int>& counter, int n) {
+    int v = counter.load();
+    while (v < n) {
+      if (counter.compare_exchange_weak(v, n)) return true;
+    }
+    return false;
+  }
+
+  // The fault counters not yet used up, for a violation.
+  std::string pending_faults() {
+    Faults& f = api_.faults();
+    return "close_watches " + std::to_string(f.close_watches) + ", drop_mid_event " + std::to_string(f.drop_mid_event) +
+           ", expire_watches " + std::to_string(f.expire_watches) + ", expire_lists " + std::to_string(f.expire_lists) +
+           ", conflict_bindings " + std::to_string(f.conflict_bindings) + ", fail_bindings " + std::to_string(f.fail_bindings) +
+           ", drop_binding_response " + std::to_string(f.drop_binding_response) + ", throttle " + std::to_string(f.throttle) +
+           ", fail_gets " + std::to_string(f.fail_gets) + ", slow_ms " + std::to_string(f.slow_ms) + ", event_delay_ms " +
+           std::to_string(f.event_delay_ms);
   }
 
   void end_slow_faults() {
@@ -293,11 +343,24 @@ class Chaos {
   std::string explain_card(const AnnotatedCard& card) const {
     std::string out = std::to_string(card.cores_milli) + " milli, " + std::to_string(card.memory_mib) + " MiB charged by";
     for (const auto& key : card.pods) out += " " + key;
-    out += "; fracpack's log of them:";
+    return out + history_of(card.pods);
+  }
+
+  // What fracpack's logs (every process so far) and the API server's last
+  // requests say of these pods (namespace/name).
+  std::string history_of(const std::vector<std::string>& keys) const {
+    std::string out = "; fracpack's log of them:";
     std::istringstream log(earlier_logs_ + process_->log());
     for (std::string line; std::getline(log, line);) {
-      for (const auto& key : card.pods) {
+      for (const auto& key : keys) {
         if (line.find("\"" + key + "\"") != std::string::npos) out += "\n    " + line.substr(0, 300);
+      }
+    }
+    out += "\n  the API server's last requests about them:";
+    for (const auto& request : api_.request_log()) {
+      for (const auto& key : keys) {
+        const std::string name = key.substr(key.find('/') + 1);
+        if (request.find("/pods/" + name + "/") != std::string::npos || request.ends_with("/pods/" + name)) out += "\n    " + request;
       }
     }
     return out;
@@ -310,18 +373,39 @@ class Chaos {
     auto r = http_get(url(), "/debug/ledger");
     if (r.status != 200) return std::nullopt;  // down (being restarted) or syncing
     json ledger = json::parse(r.body);
-    const int64_t slack = o_.reconcile_interval.count() + 1500;
+    const int64_t slack = o_.reconcile_interval.count() + o_.ttl_slack.count();
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(deleted_bound_at_, [&](const auto& d) { return now - d.second > o_.assume_ttl + 60s; });
     for (const auto& node : ledger["nodes"]) {
       for (const auto& card : node["cards"]) {
         if (card["computeUsedMilli"].get<int64_t>() > card["computeMilli"].get<int64_t>() ||
             card["memoryUsedMiB"].get<int64_t>() > card["memoryMiB"].get<int64_t>()) {
-          violation(node["name"].get<std::string>() + " card " + card["index"].dump() + " over-committed in the ledger");
+          std::string holders;
+          std::vector<std::string> keys;
+          for (const auto& key : card["pods"]) {
+            keys.push_back(key.get<std::string>());
+            for (const auto& pod : node["pods"]) {
+              if (pod["pod"] == key) holders += " " + key.get<std::string>() + " (" + pod["phase"].get<std::string>() + ")";
+            }
+          }
+          violation(node["name"].get<std::string>() + " card " + card["index"].dump() + " over-committed in the ledger: " +
+                    card["computeUsedMilli"].dump() + " milli, " + card["memoryUsedMiB"].dump() + " MiB held by" + holders +
+                    history_of(keys));
         }
       }
       for (const auto& pod : node["pods"]) {
-        if (pod.contains("expiresInMs") && pod["expiresInMs"].get<int64_t>() < -slack && !bound_in_api(pod["pod"], node["name"])) {
-          violation("reservation of " + pod["pod"].get<std::string>() + " is " + std::to_string(-pod["expiresInMs"].get<int64_t>()) +
-                    " ms past its TTL");
+        if (!pod.contains("expiresInMs") || pod["expiresInMs"].get<int64_t>() >= -slack || bound_in_api(pod["pod"], node["name"])) continue;
+        // Past its TTL and not bound (any more): overdue since the TTL, or
+        // since the pod was deleted while bound, whichever came later (until
+        // then it was rightly kept: the watch may lag).
+        const std::string key = pod["pod"];
+        int64_t overdue = -pod["expiresInMs"].get<int64_t>();
+        if (auto d = deleted_bound_at_.find(key); d != deleted_bound_at_.end()) {
+          overdue = std::min<int64_t>(overdue, std::chrono::duration_cast<std::chrono::milliseconds>(now - d->second).count());
+        }
+        if (overdue > slack) {
+          violation("reservation of " + key + " is " + std::to_string(-pod["expiresInMs"].get<int64_t>()) + " ms past its TTL, " +
+                    std::to_string(overdue) + " ms overdue (faults pending: " + pending_faults() + ")" + history_of({key}));
         }
       }
     }
@@ -340,7 +424,7 @@ class Chaos {
         violation("fracpack did not become ready after a restart (running: " + std::to_string(process_->running()) + ", /readyz: " +
                   http_get(url(), "/readyz").body + ", API server /version: " + std::to_string(api_probe.status) + ", open watches " +
                   std::to_string(api_.open_watches()) + ", connections " + std::to_string(api_.connections()) + ", informers: " + informers +
-                  ", the API server's last requests: " + last_requests() +
+                  ", the API server's last requests: " + last_requests() + ", faults pending: " + pending_faults() +
                   "):\n" + tail(process_->log()));
         return;
       }
@@ -436,6 +520,7 @@ class Chaos {
   std::vector<std::string> pending_;
   std::string earlier_logs_;  // of the processes killed so far (for violations)
   std::map<std::string, std::pair<std::string, std::string>> bound_;  // uid -> (node, record)
+  std::map<std::string, std::chrono::steady_clock::time_point> deleted_bound_at_;  // namespace/name -> deleted while bound
   uint64_t next_ = 0, slow_until_ = 0, ready_wait_at_ = 0;
   std::chrono::steady_clock::time_point started_at_{};
   ChaosReport r_;
@@ -460,7 +545,8 @@ std::string ChaosReport::summary() const {
     first = false;
   }
   s << "), " << restarts << " restarts (SIGKILL; " << killed_mid_bind << " with a bind in flight; ready again within " << max_ready_seconds
-    << " s at most), " << checks << " invariant checks, " << violations << " violations";
+    << " s at most), fracpack's informers applied " << watch_events << " watch events and " << lists << " lists, " << checks
+    << " invariant checks, " << violations << " violations";
   return s.str();
 }
 
