@@ -80,18 +80,23 @@ Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_g
 
 size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age) {
   size_t resolved = 0;
+  bool answering = true;  // no GET of this pass has failed three times
   for (const auto& s : state.stale_assumptions(scheduling::Clock::now(), min_age)) {
     auto get = [&] { return client.request("GET", "/api/v1/namespaces/" + s.namespace_name + "/pods/" + s.name); };
     auto r = get();
+    auto failed = [&] { return !r || (r->status != 200 && r->status != 404); };
     // Past its TTL a reservation waits for the API server's word: a failed
     // answer (a 500, a 429) is tried again now, twice, rather than a whole
     // interval later (the chaos soak saw such reservations held seconds past
-    // their TTL). A Retry-After is honoured up to a second.
-    for (int retry = 1; retry <= 2 && s.past_ttl && (!r || (r->status != 200 && r->status != 404)); ++retry) {
+    // their TTL). A Retry-After is honoured up to a second. Once all three
+    // fail, the rest of the pass makes one attempt per reservation: a pass
+    // over many reservations must not triple an outage's timeouts.
+    for (int retry = 1; retry <= 2 && answering && s.past_ttl && failed(); ++retry) {
       const auto asked = r ? retry_after_delay(r->retry_after) : std::chrono::milliseconds(0);
       if (asked > std::chrono::seconds(1)) break;
       std::this_thread::sleep_for(std::max<std::chrono::milliseconds>(asked, std::chrono::milliseconds(50 * retry)));
       r = get();
+      if (retry == 2 && failed()) answering = false;
     }
     if (!r) continue;  // cannot tell now; try again later
     if (r->status == 404) {

@@ -413,6 +413,15 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
   server.faults().throttle = 1;
   EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 1u);
   EXPECT_EQ(cores(1), 0);
+  // An API server failing three GETs in a row gets no more retries in that
+  // pass: one attempt for each further reservation ("bound" is still held).
+  ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server.faults().fail_gets = 4;
+  const int gets = server.requests("GET /api/v1/namespaces/default/pods/");
+  EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 0u);
+  EXPECT_EQ(server.requests("GET /api/v1/namespaces/default/pods/") - gets, 4);
+  EXPECT_EQ(cores(1), 400);
 }
 
 }  // namespace

@@ -31,14 +31,14 @@ struct ChaosOptions {
   uint64_t restart_every = 700;   // operations between kills of fracpack (0: never)
   // Share of operations that inject a fault the informers ride through
   // (binding 409 / 500 / answer lost, GET 500, slow answers, late watch
-  // events, a watch cut mid-event)...
+  // events)...
   double fault_rate = 0.03;
-  // ...and of those that break fracpack's watches (closed at once, 410,
-  // compacted history, 429, every watch closed). Each sends an informer
-  // into client-go's backoff (0.8 s doubling to 30 s, reset only after 2
-  // quiet minutes): at the default, the watches are down most of the run
-  // and fracpack works from lists, binds and the reconciler; a rate of
-  // about one per 30 s of run keeps them up most of the time.
+  // ...and of those that can break fracpack's watches (closed at once, cut
+  // mid-event, 410, compacted history, 429, every watch closed). Each may
+  // send an informer into client-go's backoff (0.8 s doubling to 30 s, reset
+  // only after 2 quiet minutes): at the default, the watches are down most
+  // of the run and fracpack works from lists, binds and the reconciler; a
+  // rate of about one per 30 s of run keeps them up most of the time.
   double disruption_rate = 0.02;
   uint64_t check_every = 100;     // operations between invariant checks
   std::chrono::milliseconds assume_ttl{3000};

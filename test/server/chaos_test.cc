@@ -49,13 +49,11 @@ TEST(Chaos, FaultsDeletionsAndRestartsBreakNoInvariant) {
   ChaosOptions o = ci_options();
   o.disruption_rate = 0.0004;
   const ChaosReport r = run(o);
-  EXPECT_GE(r.faults.size(), 7u) << r.summary();
+  EXPECT_GE(r.faults.size(), 6u) << r.summary();
   EXPECT_GT(r.killed_mid_bind, 0u) << r.summary();
-  // Several hundred (in the storm above: a few dozen). Not thousands: a
-  // watch cut before its first event sends the informer into backoff and a
-  // relist, as client-go's "very short watch" rule does, and each process
-  // here lives only a second or two.
-  EXPECT_GT(r.watch_events, 300u) << r.summary();
+  // Most changes, as events: more than one per pod created (in the storm
+  // above: a few dozen events in all).
+  EXPECT_GT(r.watch_events, r.created) << r.summary();
   EXPECT_GT(r.placed, 500u) << r.summary();
 }
 
