@@ -93,8 +93,13 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
   asio::io_context ioc;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
-  tcp::acceptor acceptor{ioc};
-  asio::steady_timer reload_timer{ioc};
+  // The acceptor and the reload timer live on one strand: their handlers,
+  // and the closes that drain() and stop() post, run one at a time on
+  // whichever I/O thread (TSan saw drain's and stop's closes of the
+  // acceptor race on two threads).
+  asio::strand<asio::io_context::executor_type> control{asio::make_strand(ioc)};
+  tcp::acceptor acceptor{control};
+  asio::steady_timer reload_timer{control};
   std::vector<std::thread> threads;
 
   bool tls_enabled() const { return !options.cert_file.empty(); }
@@ -456,7 +461,7 @@ void HttpServer::drain(std::chrono::milliseconds grace) {
   Impl& m = *impl_;
   if (m.threads.empty()) return;
   m.draining = true;
-  asio::post(m.ioc, [&m] {
+  asio::post(m.control, [&m] {
     error_code ignored;
     m.acceptor.close(ignored);
   });
@@ -477,7 +482,7 @@ void HttpServer::stop() {
     m.stopped = true;
   }
   m.draining = true;
-  asio::post(m.ioc, [&m] {
+  asio::post(m.control, [&m] {
     error_code ignored;
     m.acceptor.close(ignored);
     m.reload_timer.cancel();
