@@ -87,6 +87,10 @@ void ClusterState::load_snapshot(const ObjectList& list) {
 
 bool ClusterState::forget(const std::string& uid) {
   std::unique_lock lock(mu_);
+  return drop_locked(uid);
+}
+
+bool ClusterState::drop_locked(const std::string& uid) {
   bound_at_.erase(uid);
   return ledger_.forget(uid);
 }
@@ -107,23 +111,20 @@ std::vector<ClusterState::Stale> ClusterState::stale_assumptions(scheduling::Clo
 
 void ClusterState::note_reconciled(const std::string& uid) {
   std::unique_lock lock(mu_);
-  bound_at_.erase(uid);
-  if (ledger_.forget(uid)) ++counters_.reconciled_assumptions;
+  if (drop_locked(uid)) ++counters_.reconciled_assumptions;
 }
 
 void ClusterState::note_expired(const std::string& uid) {
   std::unique_lock lock(mu_);
-  bound_at_.erase(uid);
   const scheduling::PodRecord* r = ledger_.pod(uid);
   if (r == nullptr || r->phase != scheduling::PodPhase::kAssumed) return;
   problem_locked("pod " + r->key, "assumed reservation on " + r->node + " expired: the pod is not bound");
-  if (ledger_.forget(uid)) ++counters_.expired_assumptions;
+  if (drop_locked(uid)) ++counters_.expired_assumptions;
 }
 
 void ClusterState::note_gone(const std::string& uid) {
   std::unique_lock lock(mu_);
-  bound_at_.erase(uid);
-  if (ledger_.forget(uid)) ++counters_.reconciled_assumptions;
+  if (drop_locked(uid)) ++counters_.reconciled_assumptions;
   gone_[uid] = Tombstone{scheduling::Clock::now(), 0};
 }
 

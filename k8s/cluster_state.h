@@ -191,6 +191,7 @@ class ClusterState {
   // All below hold mu_ exclusively.
   // Returns the stored entry (null when the pod holds no place in the store).
   PodEntry* apply_pod_locked(Pod pod);
+  bool drop_locked(const std::string& uid);  // an assumed reservation and its Binding time; false if none
   void delete_pod_locked(const std::string& uid);
   void resolve_node_locked(const std::string& node);
   void push_effective_spec_locked(const std::string& node);

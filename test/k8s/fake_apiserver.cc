@@ -1165,6 +1165,32 @@ int FakeApiServer::requests(const std::string& prefix) const {
   return n;
 }
 
+namespace {
+// The counted faults, by name: one list for clear() and pending().
+constexpr std::pair<const char*, std::atomic<int> Faults::*> kCountedFaults[] = {
+    {"close_watches", &Faults::close_watches},     {"drop_mid_event", &Faults::drop_mid_event},
+    {"expire_watches", &Faults::expire_watches},   {"expire_lists", &Faults::expire_lists},
+    {"conflict_bindings", &Faults::conflict_bindings}, {"fail_bindings", &Faults::fail_bindings},
+    {"throttle", &Faults::throttle},               {"unauthorized", &Faults::unauthorized},
+    {"slow_ms", &Faults::slow_ms},                 {"drop_binding_response", &Faults::drop_binding_response},
+    {"fail_gets", &Faults::fail_gets},             {"event_delay_ms", &Faults::event_delay_ms},
+};
+}  // namespace
+
+void Faults::clear() {
+  for (const auto& [name, counter] : kCountedFaults) (this->*counter) = 0;
+  split_events = false;
+  batch_events = false;
+}
+
+std::string Faults::pending() const {
+  std::string out;
+  for (const auto& [name, counter] : kCountedFaults) {
+    if (const int v = (this->*counter).load(); v != 0) out += (out.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(v);
+  }
+  return out.empty() ? "none" : out;
+}
+
 int FakeApiServer::connections() const { return impl_->connections.load(); }
 
 std::string FakeApiServer::last_authorization() const {

@@ -49,6 +49,9 @@ struct Faults {
   std::atomic<int> drop_binding_response{0};  // the next N bindings are applied, then the connection dropped
   std::atomic<int> fail_gets{0};              // the next N GETs of one object get 500
   std::atomic<int> event_delay_ms{0};         // watch events wait this long before they are sent
+
+  void clear();                // every fault off
+  std::string pending() const;  // the counters not zero, as "name N, ..." (for failure messages)
 };
 
 struct FakeApiServerOptions {

@@ -290,17 +290,6 @@ class Chaos {
     return false;
   }
 
-  // The fault counters not yet used up, for a violation.
-  std::string pending_faults() {
-    Faults& f = api_.faults();
-    return "close_watches " + std::to_string(f.close_watches) + ", drop_mid_event " + std::to_string(f.drop_mid_event) +
-           ", expire_watches " + std::to_string(f.expire_watches) + ", expire_lists " + std::to_string(f.expire_lists) +
-           ", conflict_bindings " + std::to_string(f.conflict_bindings) + ", fail_bindings " + std::to_string(f.fail_bindings) +
-           ", drop_binding_response " + std::to_string(f.drop_binding_response) + ", throttle " + std::to_string(f.throttle) +
-           ", fail_gets " + std::to_string(f.fail_gets) + ", slow_ms " + std::to_string(f.slow_ms) + ", event_delay_ms " +
-           std::to_string(f.event_delay_ms);
-  }
-
   void end_slow_faults() {
     if (slow_until_ && r_.operations >= slow_until_) {
       api_.faults().slow_ms = 0;
@@ -407,7 +396,7 @@ class Chaos {
         }
         if (overdue > slack) {
           violation("reservation of " + key + " is " + std::to_string(-pod["expiresInMs"].get<int64_t>()) + " ms past its TTL, " +
-                    std::to_string(overdue) + " ms overdue (faults pending: " + pending_faults() + ")" + history_of({key}));
+                    std::to_string(overdue) + " ms overdue (faults pending: " + api_.faults().pending() + ")" + history_of({key}));
         }
       }
     }
@@ -426,7 +415,7 @@ class Chaos {
         violation("fracpack did not become ready after a restart (running: " + std::to_string(process_->running()) + ", /readyz: " +
                   http_get(url(), "/readyz").body + ", API server /version: " + std::to_string(api_probe.status) + ", open watches " +
                   std::to_string(api_.open_watches()) + ", connections " + std::to_string(api_.connections()) + ", informers: " + informers +
-                  ", the API server's last requests: " + last_requests() + ", faults pending: " + pending_faults() +
+                  ", the API server's last requests: " + last_requests() + ", faults pending: " + api_.faults().pending() +
                   "):\n" + tail(process_->log()));
         return;
       }
@@ -482,18 +471,7 @@ class Chaos {
   // Faults off; wait until fracpack holds no reservation and has seen every change.
   void quiesce() {
     if (http_get(url(), "/readyz").status != 200) start_fracpack_wait();
-    Faults& f = api_.faults();
-    f.slow_ms = 0;
-    f.event_delay_ms = 0;
-    f.fail_gets = 0;
-    f.close_watches = 0;
-    f.drop_mid_event = 0;
-    f.expire_watches = 0;
-    f.expire_lists = 0;
-    f.conflict_bindings = 0;
-    f.fail_bindings = 0;
-    f.drop_binding_response = 0;
-    f.throttle = 0;
+    api_.faults().clear();
     const auto deadline = std::chrono::steady_clock::now() + o_.assume_ttl + 30s;
     while (std::chrono::steady_clock::now() < deadline) {
       auto r = http_get(url(), "/debug/ledger");
