@@ -256,6 +256,9 @@ Status validate(const Config& c) {
   if (c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" && c.log.level != "error") {
     return Error{"log.level: expected debug, info, warn or error, got \"" + c.log.level + "\""};
   }
+  if (c.cluster.bind_fence_read != "consistent" && c.cluster.bind_fence_read != "resourceVersion") {
+    return Error{"cluster.bindFenceRead: expected consistent or resourceVersion, got \"" + c.cluster.bind_fence_read + "\""};
+  }
   if (c.log.format != "json" && c.log.format != "logfmt") return Error{"log.format: expected json or logfmt, got \"" + c.log.format + "\""};
   return Status::Ok();
 }
@@ -330,6 +333,8 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += cluster.field("requestTimeout", duration_field(c.cluster.request_timeout, milliseconds(100), std::chrono::minutes(10)));
   err += cluster.field("assumeTtl", duration_field(c.cluster.assume_ttl, milliseconds(100), std::chrono::hours(24)));
   err += cluster.field("reconcileInterval", duration_field(c.cluster.reconcile_interval, milliseconds(100), std::chrono::hours(1)));
+  err += cluster.field("bindTimeout", duration_field(c.cluster.bind_timeout, milliseconds(100), std::chrono::minutes(10)));
+  err += cluster.field("bindFenceRead", string_field(c.cluster.bind_fence_read));
   err += cluster.field("events", bool_field(c.cluster.events));
   err += cluster.finish();
 

@@ -41,6 +41,14 @@ struct ClusterConfig {
   milliseconds request_timeout{10000};
   milliseconds assume_ttl{30000};
   milliseconds reconcile_interval{10000};
+  // A bind not posted within this of its arrival is refused: below
+  // kube-scheduler's extender httpTimeout (5 s by default), so no Binding is
+  // posted after the scheduler stopped waiting for it.
+  milliseconds bind_timeout{4000};
+  // How a GPU bind reads what the API server has bound on its node
+  // (k8s/bind_fence.h): "consistent" (one consistent list) or
+  // "resourceVersion" (two reads, for API servers before 1.31).
+  std::string bind_fence_read = "consistent";
   bool events = true;
   bool operator==(const ClusterConfig&) const = default;
 };

@@ -121,6 +121,9 @@ class ApiClient {
 // "Status" objects the API server returns with errors: their message.
 std::string api_error_message(const HttpResponse& r);
 
+// Percent-encodes a query value (RFC 3986 unreserved characters stay).
+std::string url_encode(std::string_view s);
+
 // A Retry-After header in seconds (0 when absent or not a number; capped
 // at an hour).
 std::chrono::milliseconds retry_after_delay(const std::string& header);

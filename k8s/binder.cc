@@ -1,7 +1,10 @@
 #include "k8s/binder.h"
 
+#include <map>
+#include <optional>
 #include <thread>
 
+#include "k8s/bind_fence.h"
 #include "k8s/cluster_state.h"
 #include "k8s/contract.h"
 #include "k8s/json_write.h"
@@ -38,8 +41,8 @@ namespace {
 // Does the pod as the API server has it now sit on the target node? When
 // the GET fails too, nobody knows: the Binding may have been applied.
 enum class Presence { kThere, kNotThere, kUnknown };
-Presence already_there(ApiClient& client, const BindTarget& t) {
-  auto r = client.request("GET", "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name);
+Presence already_there(ApiClient& client, const BindTarget& t, std::chrono::milliseconds timeout) {
+  auto r = client.request("GET", "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name, {}, "application/json", timeout);
   if (!r) return Presence::kUnknown;
   if (r->status == 404) return Presence::kNotThere;
   if (r->status != 200) return Presence::kUnknown;
@@ -50,14 +53,15 @@ Presence already_there(ApiClient& client, const BindTarget& t) {
 
 }  // namespace
 
-Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_gone, bool* outcome_unknown) {
+Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_gone, bool* outcome_unknown,
+                             std::chrono::milliseconds timeout) {
   if (pod_gone != nullptr) *pod_gone = false;
   if (outcome_unknown != nullptr) *outcome_unknown = false;
   const std::string path = "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name + "/binding";
-  auto r = client.request("POST", path, binding_json(t));
+  auto r = client.request("POST", path, binding_json(t), "application/json", timeout);
   if (!r) {
     // The request may have reached the server before the connection failed.
-    const Presence p = already_there(client, t);
+    const Presence p = already_there(client, t, timeout);
     if (p == Presence::kThere) return BindOutcome::kAlreadyBound;
     if (outcome_unknown != nullptr) *outcome_unknown = p == Presence::kUnknown;
     return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": " + r.message()};
@@ -69,7 +73,7 @@ Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& t, bool* pod_g
   }
   if (r->status >= 500 || r->status == 429) {
     // A 5xx may come after the write was applied (an etcd timeout).
-    const Presence p = already_there(client, t);
+    const Presence p = already_there(client, t, timeout);
     if (p == Presence::kThere) return BindOutcome::kAlreadyBound;
     if (outcome_unknown != nullptr) *outcome_unknown = p == Presence::kUnknown;
   }
@@ -126,6 +130,44 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
     }
   }
   return resolved;
+}
+
+std::vector<OverCommittedCard> confirm_overcommitted(ApiClient& client, BindFence& fence, const ClusterState& state) {
+  std::vector<OverCommittedCard> confirmed;
+  std::map<std::string, std::optional<std::vector<Pod>>> read;  // node -> its pods as the API server has them
+  for (auto& card : state.overcommitted()) {
+    auto& pods = read[card.node];
+    if (!pods) {
+      const auto now = std::chrono::steady_clock::now();
+      auto r = fence.node_pods(client, card.node, now, now + client.config().request_timeout);
+      if (!r) continue;
+      pods = std::move(*r);
+    }
+    int cores = 0;
+    int64_t memory = 0;
+    std::vector<std::pair<std::string, std::string>> holders;
+    for (const Pod& p : *pods) {
+      const std::string* record = p.meta.annotation(state.names().allocation);
+      if (record == nullptr) continue;
+      auto a = parse_allocation(*record);
+      if (!a || a->node != card.node) continue;
+      bool holds = false;
+      for (const auto& c : scheduling::charges_of(*a)) {
+        if (c.index != card.index) continue;
+        cores += c.cores;
+        memory += c.memory_mib;
+        holds = true;
+      }
+      if (holds) holders.emplace_back(p.key(), p.meta.uid);
+    }
+    if (cores <= scheduling::kCardMilli && memory <= card.capacity_mib) continue;
+    std::sort(holders.begin(), holders.end());
+    card.cores = cores;
+    card.memory_mib = memory;
+    card.pods = std::move(holders);
+    confirmed.push_back(std::move(card));
+  }
+  return confirmed;
 }
 
 }  // namespace fracpack::k8s

@@ -32,8 +32,10 @@ std::string binding_json(const BindTarget& target);
 // `outcome_unknown` whether the Binding may have been applied after all (the
 // request failed and so did the GET that would tell): the caller must then
 // keep its reservation until the watch or the reconciler settles it.
+// `timeout` (0: the client's request timeout) bounds the POST and the GET
+// that may follow it.
 Result<BindOutcome> bind_pod(ApiClient& client, const BindTarget& target, bool* pod_gone = nullptr,
-                             bool* outcome_unknown = nullptr);
+                             bool* outcome_unknown = nullptr, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 class ClusterState;
 
@@ -46,5 +48,16 @@ class ClusterState;
 // the watch already applied) or the TTL to expire. Returns how many were
 // released.
 size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age);
+
+class BindFence;
+struct OverCommittedCard;
+
+// The cards the ledger holds over-committed that the API server confirms:
+// the allocation records of the pods it has bound on the node (read as the
+// bind fence reads them) sum past the card too. A ledger over-commit the
+// API server does not show is the watch lagging behind a deletion, not a
+// double booking, and is not reported. Cards whose node cannot be read are
+// left out (tried again at the next pass).
+std::vector<OverCommittedCard> confirm_overcommitted(ApiClient& client, BindFence& fence, const ClusterState& state);
 
 }  // namespace fracpack::k8s

@@ -15,6 +15,10 @@ namespace {
 
 constexpr size_t kMaxProblems = 200;
 constexpr auto kTombstoneLife = std::chrono::minutes(10);
+// Deletions remembered for the bind fence: far longer than any read takes,
+// and bounded in count in a cluster that deletes thousands of pods a minute.
+constexpr auto kDeletedLife = std::chrono::minutes(5);
+constexpr size_t kMaxDeleted = 200000;
 
 // "0,3" -> {0, 3}; nullopt if malformed.
 std::optional<std::vector<int>> parse_indices(const std::string& text) {
@@ -75,6 +79,83 @@ Result<Allocation> ClusterState::assume_chosen(const PodFacts& pod, const Choose
   if (!chosen) return chosen;
   if (Status s = ledger_.assume(pod, *chosen, now + options_.assume_ttl); !s.ok()) return Error{s.message()};
   return chosen;
+}
+
+Result<ClusterState::CaughtUp> ClusterState::catch_up(const std::string& node, const std::vector<Pod>& fresh,
+                                                      const std::string& uid, const Chooser& choose) {
+  std::unique_lock lock(mu_);
+  // What the API server has bound here that the ledger does not hold as
+  // bound: unknown pods, and pods held only by a reservation (this replica's
+  // bind whose Binding landed — or lost to another writer's, whose record
+  // is the one that counts).
+  std::vector<const Pod*> missing;
+  const Pod* mine_bound = nullptr;  // this very pod, already bound here
+  size_t unknown = 0;               // of `missing`: pods the ledger held nothing for, or other cards
+  for (const Pod& p : fresh) {
+    if (p.meta.uid.empty() || p.node_name != node || p.terminal()) continue;
+    const scheduling::PodRecord* r = ledger_.pod(p.meta.uid);
+    if (r != nullptr && r->node == node && r->phase == scheduling::PodPhase::kConfirmed) continue;
+    if (deleted_.contains(p.meta.uid)) continue;  // the read predates a deletion the watch applied
+    if (p.meta.uid == uid) {
+      mine_bound = &p;
+      continue;
+    }
+    missing.push_back(&p);
+    const std::string* record = p.meta.annotation(options_.names.allocation);
+    auto a = record != nullptr ? parse_allocation(*record) : Result<Allocation>(Error{"no record"});
+    if (r == nullptr || r->node != node || !a || scheduling::charges_of(*a) != r->charges) ++unknown;
+  }
+  auto apply_missing = [&] {
+    for (const Pod* p : missing) apply_pod_locked(*p);
+    counters_.fence_caught_up += unknown;
+  };
+  const scheduling::PodRecord* mine = ledger_.pod(uid);
+  if (mine == nullptr || mine->node != node) return Error{"its reservation on node " + node + " was released meanwhile"};
+  if (mine_bound != nullptr) {
+    // Bound here already (an earlier attempt's Binding landed, or another
+    // replica bound it): the API server's record is what it holds.
+    const scheduling::Allocation reserved = mine->allocation;
+    apply_missing();
+    apply_pod_locked(*mine_bound);
+    const scheduling::PodRecord* now = ledger_.pod(uid);
+    if (now == nullptr) return Error{"pod is bound to " + node + " but its record could not be read"};
+    return CaughtUp{now->allocation, missing.size(), now->allocation != reserved};
+  }
+  if (mine->phase == scheduling::PodPhase::kConfirmed) return CaughtUp{mine->allocation, 0, false};
+  // Nothing new, and no card it holds over capacity: it stands as it is.
+  const scheduling::NodeState* here = ledger_.node(node);
+  auto holds_overcommitted = [&] {
+    for (const auto& c : mine->charges) {
+      const int pos = here != nullptr ? here->position_of(c.index) : -1;
+      if (pos < 0 || here->use()[static_cast<size_t>(pos)].cores > scheduling::kCardMilli || here->free_memory(static_cast<size_t>(pos)) < 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (missing.empty() && !holds_overcommitted()) return CaughtUp{mine->allocation, 0, false};
+  // Judge the reservation beside the pods the watch has not delivered, and
+  // beside what other binds' fences applied since it was made (confirm()
+  // records a bound pod even where it over-commits a reservation): lift it,
+  // apply them, then put it back where it still fits.
+  const scheduling::PodRecord saved = *mine;
+  const PodFacts facts{saved.uid, saved.key, saved.cpu_milli, saved.memory_bytes};
+  ledger_.forget(uid);
+  apply_missing();
+  const scheduling::NodeState* state = ledger_.node(node);
+  if (state != nullptr && scheduling::allocation_fits(*state, saved.allocation).ok() &&
+      ledger_.assume(facts, saved.allocation, saved.deadline).ok()) {
+    return CaughtUp{saved.allocation, missing.size(), false};
+  }
+  auto chosen = choose(ledger_);
+  if (chosen) {
+    if (Status st = ledger_.assume(facts, *chosen, saved.deadline); !st.ok()) chosen = Error{st.message()};
+  }
+  if (!chosen) {
+    bound_at_.erase(uid);
+    return Error{"node " + node + " holds pods bound by another scheduler that fracpack's watch had not delivered yet: " + chosen.message()};
+  }
+  return CaughtUp{std::move(*chosen), missing.size(), true};
 }
 
 void ClusterState::load_snapshot(const ObjectList& list) {
@@ -150,6 +231,27 @@ size_t ClusterState::expire(scheduling::Clock::time_point now) {
 void ClusterState::problem_locked(std::string object, std::string message) {
   if (problems_.size() >= kMaxProblems) problems_.erase(problems_.begin());
   problems_.push_back(SyncProblem{std::move(object), std::move(message)});
+}
+
+std::vector<OverCommittedCard> ClusterState::overcommitted() const {
+  std::shared_lock lock(mu_);
+  std::vector<OverCommittedCard> out;
+  for (const auto& [name, node] : ledger_.nodes()) {
+    for (size_t p = 0; p < node.use().size(); ++p) {
+      const auto& use = node.use()[p];
+      if (use.cores <= scheduling::kCardMilli && node.free_memory(p) >= 0) continue;
+      const auto& card = node.cards()[p];
+      OverCommittedCard o{name, card.index, use.cores, use.memory_mib, card.memory_mib, {}};
+      for (const scheduling::PodRecord* r : node.pods()) {
+        for (const auto& c : r->charges) {
+          if (c.index == card.index) o.pods.emplace_back(r->key, r->uid);
+        }
+      }
+      std::sort(o.pods.begin(), o.pods.end());
+      out.push_back(std::move(o));
+    }
+  }
+  return out;
 }
 
 SyncCounters ClusterState::counters() const {
@@ -366,6 +468,13 @@ ClusterState::PodEntry* ClusterState::apply_pod_locked(Pod incoming) {
 }
 
 void ClusterState::delete_pod_locked(const std::string& uid) {
+  const auto now = scheduling::Clock::now();
+  if (deleted_.insert(uid).second) deleted_order_.emplace_back(now, uid);
+  while (!deleted_order_.empty() &&
+         (deleted_order_.size() > kMaxDeleted || now - deleted_order_.front().first > kDeletedLife)) {
+    deleted_.erase(deleted_order_.front().second);
+    deleted_order_.pop_front();
+  }
   auto it = pods_.find(uid);
   ledger_.remove(uid);
   inferred_.erase(uid);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -45,6 +46,16 @@
 
 namespace fracpack::k8s {
 
+// A card whose records sum past it, and the pods holding it.
+struct OverCommittedCard {
+  std::string node;
+  int index = 0;
+  int cores = 0;           // milli, of 1000
+  int64_t memory_mib = 0;  // held, of capacity_mib
+  int64_t capacity_mib = 0;
+  std::vector<std::pair<std::string, std::string>> pods;  // (namespace/name, uid)
+};
+
 struct SyncOptions {
   ContractNames names;
   // An assumed bind not confirmed within this is checked with the API server
@@ -63,6 +74,7 @@ struct SyncCounters {
   uint64_t relist_deletions = 0;       // objects found gone by a relist
   uint64_t reconciled_assumptions = 0; // assumed binds resolved by a consistent list or a GET
   uint64_t stale_events = 0;           // events about pods already proven gone (ignored)
+  uint64_t fence_caught_up = 0;        // bound pods a bind's fence read before the watch delivered them
 };
 
 // One problem kept for /debug and the logs.
@@ -100,6 +112,20 @@ class ClusterState {
   using Chooser = std::function<Result<scheduling::Allocation>(const scheduling::Ledger&)>;
   Result<scheduling::Allocation> assume_chosen(const scheduling::PodFacts& pod, const Chooser& choose,
                                                scheduling::Clock::time_point now);
+  // The bind fence (k8s/bind_fence.h): `fresh` are the pods the API server
+  // has bound to `node`, read after the bind of `uid` arrived. The bound
+  // pods the ledger does not hold there (the watch has not delivered them:
+  // another writer's binds) are applied as their watch events would be —
+  // except pods the informer has already seen deleted — and the assumed
+  // reservation of `uid` is checked beside them: kept when it still fits,
+  // otherwise chosen again with `choose` (or released, with why). Returns
+  // what `uid` holds now.
+  struct CaughtUp {
+    scheduling::Allocation allocation;
+    size_t applied = 0;     // pods the watch had not delivered yet
+    bool rechosen = false;  // the reservation moved to other cards
+  };
+  Result<CaughtUp> catch_up(const std::string& node, const std::vector<Pod>& fresh, const std::string& uid, const Chooser& choose);
   // Standalone mode: the state is a snapshot's (nodes, pods), complete.
   void load_snapshot(const ObjectList& list);
   bool forget(const std::string& uid);
@@ -139,6 +165,11 @@ class ClusterState {
   void delete_pod(const Pod& pod);
   void apply_node(const Node& node);
   void delete_node(const std::string& name);
+
+  // Cards whose records sum past the card (two writers placed on it, or a
+  // late Binding of an old leader), with the pods holding them. They take
+  // nothing new until they drain; the reconciler reports them.
+  std::vector<OverCommittedCard> overcommitted() const;
 
   SyncCounters counters() const;
   std::vector<SyncProblem> problems() const;  // the latest problems, newest last
@@ -215,6 +246,10 @@ class ClusterState {
     uint64_t listed = 0;  // generation of the last list that still contained it (a stale list)
   };
   std::unordered_map<std::string, Tombstone> gone_;  // UIDs proven deleted, until the informer agrees
+  // UIDs the informer saw deleted lately (oldest first), so a read that
+  // predates a deletion the watch already applied cannot bring a pod back.
+  std::deque<std::pair<scheduling::Clock::time_point, std::string>> deleted_order_;
+  std::unordered_set<std::string> deleted_;
   uint64_t current_list_generation_ = 0;              // of the pod list in progress, 0 between lists
   SyncCounters counters_;
   std::vector<SyncProblem> problems_;

@@ -39,6 +39,10 @@ namespace fracpack::k8s {
 
 enum class WatchEventType { kAdded, kModified, kDeleted };
 
+// The pods fracpack follows: finished pods hold nothing (kube-scheduler's own
+// pod informer uses the same selector, kubernetes-protocol.md §4.4).
+inline constexpr const char* kLivePodsSelector = "status.phase!=Succeeded,status.phase!=Failed";
+
 // Where an informer delivers objects (raw JSON, decoded by the sink).
 class InformerSink {
  public:

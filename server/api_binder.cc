@@ -2,8 +2,8 @@
 
 namespace fracpack::server {
 
-ApiBinder::ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* events)
-    : client_(std::move(client)), events_(events) {
+ApiBinder::ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics)
+    : client_(std::move(client)), events_(events), fence_(fence), metrics_(metrics) {
   for (int i = 0; i < std::max(1, workers); ++i) {
     workers_.emplace_back([this] {
       k8s::ApiClient api(client_);
@@ -13,7 +13,7 @@ ApiBinder::ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* 
 }
 
 ApiBinder::~ApiBinder() {
-  std::deque<Job> left;
+  std::deque<Pending> left;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -21,42 +21,68 @@ ApiBinder::~ApiBinder() {
   }
   ready_.notify_all();
   for (auto& w : workers_) w.join();
-  for (auto& j : left) j.done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}});
+  for (auto& p : left) p.done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, p.job.target);
 }
 
-void ApiBinder::bind(k8s::BindTarget target, const k8s::Pod&, std::function<void(Outcome)> done) {
+void ApiBinder::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      jobs_.push_back(Job{std::move(target), std::move(done)});
+      jobs_.push_back(Pending{std::move(job), std::move(done)});
       ready_.notify_one();
       return;
     }
   }
-  done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}});
+  done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, job.target);
+}
+
+Binder::Outcome ApiBinder::post(k8s::ApiClient& client, Job& job) {
+  const k8s::BindTarget& t = job.target;
+  const std::string who = t.namespace_name + "/" + t.name;
+  auto late = [&](const std::string& doing) {
+    return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": fracpack's bind timeout (cluster.bindTimeout) ran out " +
+                         doing + ", before the Binding could be posted; kube-scheduler will retry it"}};
+  };
+  if (Clock::now() >= job.deadline) return late("while the bind waited for a worker");
+  Outcome out;
+  if (job.recheck && fence_ != nullptr) {
+    const auto started = Clock::now();
+    auto fresh = fence_->node_pods(client, t.node, job.arrived, job.deadline);
+    metrics_.bind_fence(std::chrono::duration<double>(Clock::now() - started).count(), fresh.ok());
+    if (!fresh && Clock::now() >= job.deadline) return late("while reading the node's pods from the API server (" + fresh.message() + ")");
+    if (!fresh) {
+      return Outcome{Error{"pod " + who + " was not bound to " + t.node +
+                           ": fracpack could not confirm that its ledger holds every pod the API server has bound there (" +
+                           fresh.message() + "); kube-scheduler will retry it"}};
+    }
+    auto record = job.recheck(*fresh, &out.rechosen);
+    if (!record) return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + record.message()}};
+    job.target.annotations = std::move(*record);
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now());
+  if (left.count() <= 0) return late("while the node's pods were read");
+  bool gone = false, unknown = false;
+  auto r = k8s::bind_pod(client, t, &gone, &unknown, std::min(left, client_.request_timeout));
+  if (r) return out;
+  return Outcome{Error{r.message()}, gone, unknown};
 }
 
 void ApiBinder::work(k8s::ApiClient& client) {
   while (true) {
-    Job job;
+    Pending p;
     {
       std::unique_lock lock(mu_);
       ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
       if (stopping_) return;
-      job = std::move(jobs_.front());
+      p = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    bool gone = false, unknown = false;
-    auto r = k8s::bind_pod(client, job.target, &gone, &unknown);
-    if (r) {
-      job.done(Outcome{});
-      continue;
+    Outcome o = post(client, p.job);
+    if (!o.status.ok() && events_ != nullptr) {
+      const k8s::BindTarget& t = p.job.target;
+      events_->record(k8s::EventRef{t.namespace_name, t.name, t.uid}, "Warning", "FailedBinding", o.status.message());
     }
-    if (events_ != nullptr) {
-      events_->record(k8s::EventRef{job.target.namespace_name, job.target.name, job.target.uid}, "Warning", "FailedBinding",
-                      r.message());
-    }
-    job.done(Outcome{Error{r.message()}, gone, unknown});
+    p.done(std::move(o), p.job.target);
   }
 }
 

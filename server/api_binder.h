@@ -1,7 +1,10 @@
 // Posts Bindings to the API server from a pool of workers, each with its
 // own keep-alive connection, so the extender's io threads never wait for
-// the API server. A failed bind is also reported as a Kubernetes Event on
-// the pod (rate-limited by the recorder).
+// the API server. Before a GPU bind is posted its node is fenced
+// (k8s/bind_fence.h): the pods the API server has bound there are read and
+// the reservation re-checked beside them. A bind still queued at its
+// deadline is refused, never posted late. A failed bind is also reported as
+// a Kubernetes Event on the pod (rate-limited by the recorder).
 #pragma once
 
 #include <condition_variable>
@@ -12,30 +15,35 @@
 #include <vector>
 
 #include "k8s/api_client.h"
+#include "k8s/bind_fence.h"
 #include "k8s/events.h"
 #include "server/extender_service.h"
+#include "server/metrics.h"
 
 namespace fracpack::server {
 
 class ApiBinder final : public Binder {
  public:
-  // `events` may be null.
-  ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* events);
+  // `events` may be null; `fence` may be null (no fence: a single writer).
+  ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics);
   ~ApiBinder() override;  // pending binds fail with "shutting down"
-  void bind(k8s::BindTarget target, const k8s::Pod& pod, std::function<void(Outcome)> done) override;
+  void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
 
  private:
-  struct Job {
-    k8s::BindTarget target;
-    std::function<void(Outcome)> done;
+  struct Pending {
+    Job job;
+    std::function<void(Outcome, const k8s::BindTarget&)> done;
   };
   void work(k8s::ApiClient& client);
+  Outcome post(k8s::ApiClient& client, Job& job);
 
   k8s::ClientConfig client_;
   k8s::EventRecorder* events_;
+  k8s::BindFence* fence_;
+  Metrics& metrics_;
   std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<Job> jobs_;
+  std::deque<Pending> jobs_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

@@ -1,6 +1,7 @@
 #include "server/daemon.h"
 
 #include <map>
+#include <set>
 
 #include <malloc.h>
 #include <unistd.h>
@@ -133,11 +134,16 @@ Status Daemon::start() {
       eo.instance = hostname();
       events_ = std::make_unique<k8s::EventRecorder>(*client_, eo);
     }
-    binder_ = std::make_unique<ApiBinder>(*client_, static_cast<int>(c.bind_workers), events_.get());
+    // Every GPU bind is fenced: another writer (the other replica after a
+    // failover, an old leader's late binds) may have filled the node's cards
+    // in ways this replica's watch has not delivered yet.
+    fence_ = std::make_unique<k8s::BindFence>(
+        k8s::kLivePodsSelector, state_->selection(),
+        c.cluster.bind_fence_read == "resourceVersion" ? k8s::BindFence::Read::kResourceVersion : k8s::BindFence::Read::kConsistent);
+    binder_ = std::make_unique<ApiBinder>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
     k8s::InformerOptions pods;
     pods.resource = "/api/v1/pods";
-    // Finished pods hold nothing; the reflector never sees them.
-    pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    pods.field_selector = k8s::kLivePodsSelector;
     k8s::InformerOptions nodes;
     nodes.resource = "/api/v1/nodes";
     if (options_.tune_informer) {
@@ -145,6 +151,13 @@ Status Daemon::start() {
       options_.tune_informer(nodes);
     }
     pod_informer_ = std::make_unique<k8s::Informer>(*client_, pods, state_->pod_sink());
+    metrics_.add_collector([this](std::vector<SampledFamily>& out) {
+      out.push_back(SampledFamily{"fracpack_overcommitted_cards",
+                                  "Cards whose allocation records, as the API server has them, sum past the card (placed by "
+                                  "two schedulers at once); they take nothing new until they drain. Checked every reconcileInterval.",
+                                  SampledFamily::Type::kGauge,
+                                  {{{}, static_cast<double>(overcommitted_cards_.load())}}});
+    });
     node_informer_ = std::make_unique<k8s::Informer>(*client_, nodes, state_->node_sink());
   }
 
@@ -206,6 +219,7 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   so.version = options_.version;
   so.mode = mode_;
   so.workload = workload;
+  so.bind_timeout = options_.config.cluster.bind_timeout;
   if (mode_ == "kubernetes") so.sources = [this] { return sources(); };
   service_owner_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, so);
   {
@@ -295,6 +309,8 @@ void Daemon::control(std::stop_token stop) {
   // The reconciler: assumptions the informer has not confirmed within an
   // interval are checked against the API server; the TTL is the backstop.
   k8s::ApiClient client(*client_);
+  std::set<std::pair<std::string, int>> reported;  // over-committed cards already reported
+  report_overcommitted(client, reported);
   const auto interval = options_.config.cluster.reconcile_interval;
   auto next_reconcile = std::chrono::steady_clock::now() + interval;
   while (!stop.stop_requested()) {
@@ -309,7 +325,38 @@ void Daemon::control(std::stop_token stop) {
     // (found by the chaos soak).
     const size_t released = k8s::reconcile_assumptions(client, *state_, interval);
     if (released > 0) log_warn("reservations released", {{"reconciled", std::to_string(released)}});
+    report_overcommitted(client, reported);
   }
+}
+
+// Over-committed cards are never silent: what the fence cannot close (an old
+// leader's Binding applied after this replica's fence read, a scheduler that
+// ignores fracpack) shows as a log line and a Warning Event on each pod
+// holding the card, once per card until it drains, and as the
+// fracpack_overcommitted_cards gauge. Only what the API server confirms: a
+// watch lagging behind a deletion makes the ledger hold more than it should
+// for a while, and that is no double booking.
+void Daemon::report_overcommitted(k8s::ApiClient& client, std::set<std::pair<std::string, int>>& reported) {
+  std::set<std::pair<std::string, int>> now;
+  for (const auto& o : k8s::confirm_overcommitted(client, *fence_, *state_)) {
+    now.emplace(o.node, o.index);
+    if (reported.count({o.node, o.index})) continue;
+    std::string pods;
+    for (const auto& p : o.pods) pods += (pods.empty() ? "" : ", ") + p.first;
+    const std::string message = "GPU " + std::to_string(o.index) + " of node " + o.node + " is over-committed: " +
+                                std::to_string(o.cores / 10) + "% compute and " + std::to_string(o.memory_mib) + " of " +
+                                std::to_string(o.capacity_mib) + " MiB are recorded for pods " + pods +
+                                " (placed by two schedulers at once); it takes no new pods until they leave";
+    log_error("card over-committed", {{"node", o.node}, {"card", std::to_string(o.index)}, {"pods", pods}});
+    if (events_) {
+      for (const auto& p : o.pods) {
+        const size_t slash = p.first.find('/');
+        events_->record(k8s::EventRef{p.first.substr(0, slash), p.first.substr(slash + 1), p.second}, "Warning", "GPUOverCommitted", message);
+      }
+    }
+  }
+  overcommitted_cards_.store(now.size());
+  reported = std::move(now);
 }
 
 void Daemon::handle(HttpRequest&& request, Reply reply) {

@@ -17,11 +17,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "config/config.h"
 #include "k8s/api_client.h"
+#include "k8s/bind_fence.h"
 #include "k8s/cluster_state.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
@@ -76,6 +78,7 @@ class Daemon {
   Status build_service(std::shared_ptr<const scheduling::ShapeCounts> workload, const std::string& workload_source);
   std::shared_ptr<const scheduling::ShapeCounts> cluster_workload(std::string* source);
   void control(std::stop_token stop);
+  void report_overcommitted(k8s::ApiClient& client, std::set<std::pair<std::string, int>>& reported);
   std::vector<SourceHealth> sources() const;
 
   DaemonOptions options_;
@@ -85,11 +88,13 @@ class Daemon {
   std::optional<k8s::ClientConfig> client_;
   std::unique_ptr<k8s::EventRecorder> events_;
   std::unique_ptr<k8s::Informer> pod_informer_, node_informer_;
+  std::unique_ptr<k8s::BindFence> fence_;
   std::unique_ptr<scheduling::Policy> policy_;
   std::unique_ptr<scheduling::Evaluator> evaluator_;
   std::unique_ptr<Binder> binder_;
   std::unique_ptr<ExtenderService> service_owner_;
   std::atomic<ExtenderService*> service_{nullptr};
+  std::atomic<size_t> overcommitted_cards_{0};  // confirmed by the last reconciler pass
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // metricsListen: probes and /metrics only
   std::jthread pod_thread_, node_thread_, events_thread_, control_thread_;

@@ -41,24 +41,25 @@ struct RejectionTally {
 
 }  // namespace
 
-void StateBinder::bind(k8s::BindTarget target, const k8s::Pod& known, std::function<void(Outcome)> done) {
+void StateBinder::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
+  const k8s::BindTarget& target = job.target;
   if (auto current = state_.pod(target.uid); current && !current->node_name.empty() && current->node_name != target.node) {
-    done(Outcome{Error{"pod " + target.namespace_name + "/" + target.name + " is already assigned to node " + current->node_name}});
+    done(Outcome{Error{"pod " + target.namespace_name + "/" + target.name + " is already assigned to node " + current->node_name}}, target);
     return;
   }
-  std::optional<k8s::Pod> pod = known;
-  pod->node_name = target.node;
+  k8s::Pod& pod = job.pod;
+  pod.node_name = target.node;
   for (const auto& kv : target.annotations) {
-    auto it = std::find_if(pod->meta.annotations.begin(), pod->meta.annotations.end(), [&](const auto& e) { return e.first == kv.first; });
-    if (it != pod->meta.annotations.end()) {
+    auto it = std::find_if(pod.meta.annotations.begin(), pod.meta.annotations.end(), [&](const auto& e) { return e.first == kv.first; });
+    if (it != pod.meta.annotations.end()) {
       it->second = kv.second;
     } else {
-      pod->meta.annotations.emplace_back(kv.first, kv.second);
+      pod.meta.annotations.emplace_back(kv.first, kv.second);
     }
   }
-  pod->phase = "Running";
-  state_.apply_pod(*pod);  // confirms the reservation from the record, as the watch would
-  done(Outcome{});
+  pod.phase = "Running";
+  state_.apply_pod(pod);  // confirms the reservation from the record, as the watch would
+  done(Outcome{}, target);
 }
 
 ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator& evaluator, Binder& binder, Metrics& metrics,
@@ -315,19 +316,26 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
     return fail("unknown_pod", "pod " + who + " (uid " + args->pod_uid +
                                    ") is not known to fracpack yet (its informer has not seen it); kube-scheduler will retry");
   }
-  k8s::BindTarget target{args->pod_namespace, args->pod_name, pod->meta.uid, args->node, {}};
-  // `cards`: the gpu-indices annotation written with the Binding ("-" without cards).
+  const auto arrived = Binder::Clock::now();
+  Binder::Job job;
+  job.target = k8s::BindTarget{args->pod_namespace, args->pod_name, pod->meta.uid, args->node, {}};
+  job.pod = *pod;
+  job.arrived = arrived;
+  job.deadline = arrived + options_.bind_timeout;
+  // `reserved`: this bind made the reservation (a retried one did not).
   // `reason`: why these cards (the placement line says it).
-  auto finish = [this, reply, uid = pod->meta.uid, who, node = args->node](Binder::Outcome o, bool reserved,
-                                                                           const std::string& cards, const std::string& reason) {
+  auto finish = [this, reply, uid = pod->meta.uid, who, node = args->node](Binder::Outcome o, const k8s::BindTarget& written,
+                                                                           bool reserved, const std::string& reason) {
     if (o.status.ok()) {
       if (reserved) {
         state_.note_bound(uid);
         metrics_.placed(evaluator_.policy_name());
       }
       // One line per placement: where, and on which cards (the record the device plugin reads).
-      log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", cards}, {"policy", std::string(evaluator_.policy_name())},
-                          {"reason", reason}});
+      const std::string* cards = k8s::find(written.annotations, state_.names().indices);
+      log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", cards ? *cards : "-"},
+                          {"policy", std::string(evaluator_.policy_name())},
+                          {"reason", o.rechosen ? reason + "; changed after reading what the API server has bound on the node" : reason}});
       reply(json_response(200, k8s::format_binding_result("")));
       return;
     }
@@ -359,47 +367,56 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
                  }, scheduling::Clock::now()).ok();
       evaluator_.observe(*req);  // a learning policy counts every placed pod, as the replay does
     }
-    return binder_.bind(std::move(target), *pod,
-                        [finish, reserved](Binder::Outcome o) {
-                          finish(std::move(o), reserved, "-", "no GPU share asked: kube-scheduler's node, CPU and memory reserved");
-                        });
+    return binder_.bind(std::move(job), [finish, reserved](Binder::Outcome o, const k8s::BindTarget& written) {
+      finish(std::move(o), written, reserved, "no GPU share asked: kube-scheduler's node, CPU and memory reserved");
+    });
   }
   if (!req) return fail("invalid_pod", "pod " + who + ": " + req.message());
   // The Binding carries the allocation record and the card indices (one write, §5.1).
-  std::string cards;
-  auto annotate = [&](const scheduling::Allocation& a) {
-    cards = k8s::format_indices(a);
-    target.annotations = {{state_.names().allocation, k8s::format_allocation(a)}, {state_.names().indices, cards}};
+  const k8s::ContractNames& names = state_.names();
+  auto record = [&names](const scheduling::Allocation& a) {
+    return k8s::StringMap{{names.allocation, k8s::format_allocation(a)}, {names.indices, k8s::format_indices(a)}};
+  };
+  // The policy's best cards on the node as the ledger has it now.
+  auto choose = [this, req = *req, who, node = args->node](const Ledger& l, std::string* reason) -> Result<scheduling::Allocation> {
+    const NodeState* n = l.node(node);
+    if (n == nullptr || !n->present()) return Error{"node " + node + " is not known to fracpack"};
+    Verdict v = evaluator_.evaluate_one(req, *n);
+    if (!v.fits) return Error{"pod " + who + " no longer fits node " + node + ": " + v.reason};
+    if (reason != nullptr) *reason = "the policy's best cards on the node (score " + std::to_string(v.score) + ")";
+    return scheduling::materialize(req, *n, v.picks);
+  };
+  // Before the Binding is posted, the fence reads what the API server has
+  // bound on the node (another writer's binds the watch has not delivered):
+  // the reservation is checked beside it and moved or refused if it must.
+  job.recheck = [this, uid = pod->meta.uid, node = args->node, choose, record](const std::vector<k8s::Pod>& fresh,
+                                                                               bool* rechosen) -> Result<k8s::StringMap> {
+    auto caught = state_.catch_up(node, fresh, uid, [&](const Ledger& l) { return choose(l, nullptr); });
+    if (!caught) return caught.error();
+    *rechosen = caught->rechosen;
+    return record(caught->allocation);
   };
   // A retried bind (its answer was lost): the reservation is already there.
   const bool retry = state_.read([&](const Ledger& l) {
     const scheduling::PodRecord* r = l.pod(pod->meta.uid);
     if (r == nullptr || r->node != args->node) return false;
-    annotate(r->allocation);
+    job.target.annotations = record(r->allocation);
     return true;
   });
   if (retry) {
-    return binder_.bind(std::move(target), *pod, [finish, cards](Binder::Outcome o) {
-      finish(std::move(o), false, cards, "a retried bind: the cards reserved by the first attempt");
+    return binder_.bind(std::move(job), [finish](Binder::Outcome o, const k8s::BindTarget& written) {
+      finish(std::move(o), written, false, "a retried bind: the cards reserved by the first attempt");
     });
   }
   const scheduling::PodFacts facts{pod->meta.uid, who, req->cpu_milli, req->memory_bytes};
   std::string reason;
-  auto chosen = state_.assume_chosen(
-      facts,
-      [&](const Ledger& l) -> Result<scheduling::Allocation> {
-        const NodeState* node = l.node(args->node);
-        if (node == nullptr || !node->present()) return Error{"node " + args->node + " is not known to fracpack"};
-        Verdict v = evaluator_.evaluate_one(*req, *node);
-        if (!v.fits) return Error{"pod " + who + " no longer fits node " + args->node + ": " + v.reason};
-        reason = "the policy's best cards on the node (score " + std::to_string(v.score) + ")";
-        return scheduling::materialize(*req, *node, v.picks);
-      },
-      scheduling::Clock::now());
+  auto chosen = state_.assume_chosen(facts, [&](const Ledger& l) { return choose(l, &reason); }, scheduling::Clock::now());
   if (!chosen) return fail("no_longer_fits", chosen.message());
   evaluator_.observe(*req);
-  annotate(*chosen);
-  binder_.bind(std::move(target), *pod, [finish, cards, reason](Binder::Outcome o) { finish(std::move(o), true, cards, reason); });
+  job.target.annotations = record(*chosen);
+  binder_.bind(std::move(job), [finish, reason](Binder::Outcome o, const k8s::BindTarget& written) {
+    finish(std::move(o), written, true, reason);
+  });
 }
 
 HttpResponse ExtenderService::preempt(const std::string& body) {
@@ -537,6 +554,11 @@ void ExtenderService::collect(std::vector<SampledFamily>& out) const {
                       {{{"kind", "stale_event"}}, static_cast<double>(c.stale_events)}};
   out.push_back(std::move(sync));
   out.push_back(std::move(problems));
+  out.push_back(SampledFamily{"fracpack_bind_fence_caught_up_total",
+                              "Bound pods a bind's fence read from the API server before the watch delivered them "
+                              "(another writer's binds: the other replica after a failover, an old leader).",
+                              Type::kCounter,
+                              {{{}, static_cast<double>(c.fence_caught_up)}}});
   SampledFamily ready{"fracpack_ready", "1 once the initial lists are applied.", Type::kGauge, {{{}, state_.ready() ? 1.0 : 0.0}}};
   out.push_back(std::move(ready));
 

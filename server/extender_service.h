@@ -41,23 +41,39 @@ namespace fracpack::server {
 class Binder {
  public:
   virtual ~Binder() = default;
-  // Calls done(...) once, from any thread: ok, or the reason it failed and
-  // whether the pod is gone (404: no point keeping anything for it).
+  using Clock = std::chrono::steady_clock;
+  // What becomes of a bind, reported once, from any thread: ok, or the
+  // reason it failed and whether the pod is gone (404: no point keeping
+  // anything for it).
   struct Outcome {
     Status status = Status::Ok();
     bool pod_gone = false;
     bool outcome_unknown = false;  // the Binding may have been applied: keep the reservation
+    bool rechosen = false;         // the fence moved the reservation: `target` carries the new cards
   };
-  // `pod`: the pod as fracpack knows it (the in-memory binder stores it).
-  virtual void bind(k8s::BindTarget target, const k8s::Pod& pod, std::function<void(Outcome)> done) = 0;
+  // A recheck after the bind fence (k8s/bind_fence.h): `fresh` are the pods
+  // the API server has bound on the target node now; returns the record to
+  // write (the same, or other cards if the reservation had to move) or why
+  // the bind is refused.
+  using Recheck = std::function<Result<k8s::StringMap>(const std::vector<k8s::Pod>& fresh, bool* rechosen)>;
+  struct Job {
+    k8s::BindTarget target;  // its annotations: the allocation record chosen on arrival
+    k8s::Pod pod;            // as fracpack knows it (the in-memory binder stores it)
+    Clock::time_point arrived{};
+    // Not posted after this: kube-scheduler has stopped waiting, and a late
+    // Binding would only race whoever it asks next.
+    Clock::time_point deadline = Clock::time_point::max();
+    Recheck recheck;  // GPU binds (null: nothing to fence)
+  };
+  virtual void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) = 0;
 };
 
 // Binds in memory: the pod becomes bound in the ClusterState at once (its
-// annotations set as the Binding would set them).
+// annotations set as the Binding would set them). A single writer: no fence.
 class StateBinder final : public Binder {
  public:
   explicit StateBinder(k8s::ClusterState& state) : state_(state) {}
-  void bind(k8s::BindTarget target, const k8s::Pod& pod, std::function<void(Outcome)> done) override;
+  void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
 
  private:
   k8s::ClusterState& state_;
@@ -76,6 +92,8 @@ struct ServiceOptions {
   std::string mode = "snapshot";  // "snapshot" or "kubernetes", for /version
   std::function<std::vector<SourceHealth>()> sources;  // may be empty
   size_t recent_pods = 4096;  // pods remembered from filter requests, for a bind the informer has not seen yet
+  // A bind not posted within this of its arrival is refused (cluster.bindTimeout).
+  std::chrono::milliseconds bind_timeout{4000};
   // The target workload (fragmentation figures in /debug/ledger and metrics); may be null.
   std::shared_ptr<const scheduling::ShapeCounts> workload;
 };

@@ -39,6 +39,10 @@ struct Metrics::Impl {
                                                              .Name("fracpack_preemptions_total")
                                                              .Help("Preemption answers, by outcome.")
                                                              .Register(registry);
+  prometheus::Family<prometheus::Histogram>& fence = prometheus::BuildHistogram()
+                                                         .Name("fracpack_bind_fence_duration_seconds")
+                                                         .Help("Time a bind spent reading what the API server has bound on its node, by result.")
+                                                         .Register(registry);
   std::mutex mu;
   std::vector<Collector> collectors;
 };
@@ -56,6 +60,11 @@ const prometheus::Histogram::BucketBoundaries& latency_buckets() {
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) impl_->latency.Add({{"verb", verb}}, latency_buckets());
   for (const char* outcome : {"passed", "failed", "unresolvable"}) impl_->filter_nodes.Add({{"outcome", outcome}});
+  for (const char* result : {"ok", "failed"}) impl_->fence.Add({{"result", result}}, latency_buckets());
+}
+
+void Metrics::bind_fence(double seconds, bool ok) {
+  impl_->fence.Add({{"result", ok ? "ok" : "failed"}}, latency_buckets()).Observe(seconds);
 }
 
 Metrics::~Metrics() = default;

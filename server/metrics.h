@@ -10,6 +10,7 @@
 //   fracpack_placements_total{policy}                    binds that reserved cards
 //   fracpack_bind_failures_total{reason}                 no_longer_fits, api_error, unknown_pod, ...
 //   fracpack_preemptions_total{outcome}
+//   fracpack_bind_fence_duration_seconds{result}         the bind fence's reads (ok / failed)
 //   ...and the scrape-time families listed in extender_service.h.
 #pragma once
 
@@ -48,6 +49,8 @@ class Metrics {
   void placed(std::string_view policy);
   void bind_failed(std::string_view reason);
   void preempted(std::string_view outcome);
+  // A bind's fence (k8s/bind_fence.h): how long the reads took, and whether they answered.
+  void bind_fence(double seconds, bool ok);
 
   using Collector = std::function<void(std::vector<SampledFamily>&)>;
   void add_collector(Collector c);

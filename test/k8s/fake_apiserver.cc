@@ -22,8 +22,10 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -133,17 +135,26 @@ std::optional<std::vector<Term>> parse_selector(const std::string& kind, const s
 }
 
 bool matches(const std::vector<Term>& terms, const Fields& f) {
+  static const std::string kTrue = "true", kFalse = "false", kNone;
   for (const Term& t : terms) {
-    std::string v;
-    if (t.field == "metadata.name") v = f.name;
-    else if (t.field == "metadata.namespace") v = f.ns;
-    else if (t.field == "spec.nodeName" || t.field == "spec.host") v = f.node_name;
-    else if (t.field == "spec.schedulerName") v = f.scheduler_name;
-    else if (t.field == "status.phase") v = f.phase;
-    else if (t.field == "spec.unschedulable") v = f.unschedulable ? "true" : "false";
-    if ((v == t.value) == t.negate) return false;
+    const std::string* v = &kNone;
+    if (t.field == "metadata.name") v = &f.name;
+    else if (t.field == "metadata.namespace") v = &f.ns;
+    else if (t.field == "spec.nodeName" || t.field == "spec.host") v = &f.node_name;
+    else if (t.field == "spec.schedulerName") v = &f.scheduler_name;
+    else if (t.field == "status.phase") v = &f.phase;
+    else if (t.field == "spec.unschedulable") v = f.unschedulable ? &kTrue : &kFalse;
+    if ((*v == t.value) == t.negate) return false;
   }
   return true;
+}
+
+// The node a selector pins pods to (spec.nodeName=X), or null.
+const std::string* pinned_node(const std::vector<Term>& terms) {
+  for (const Term& t : terms) {
+    if ((t.field == "spec.nodeName" || t.field == "spec.host") && !t.negate && !t.value.empty()) return &t.value;
+  }
+  return nullptr;
 }
 
 std::string status_json(int code, const std::string& reason, const std::string& message, const json& details = nullptr) {
@@ -283,6 +294,8 @@ struct FakeApiServer::Impl {
   tcp::acceptor& acceptor = *acceptor_owner;
   std::thread thread;
   Faults faults;
+  std::mutex draw_mu;
+  std::mt19937_64 draw_rng{20261124};
 
   mutable std::mutex mu;
   std::map<std::string, std::map<std::string, Obj>> store;  // kind -> key -> object
@@ -292,9 +305,13 @@ struct FakeApiServer::Impl {
   uint64_t uid_counter = 0;
   struct Snapshot {
     uint64_t rv;
-    std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> items;
+    std::vector<std::shared_ptr<const std::string>> items;  // shared with the store: a copy is a count
     std::chrono::steady_clock::time_point created;
   };
+  // Continue snapshots kept at most (the oldest dropped, its token then
+  // 410 Expired, as an expired one): a client that reads one page of a long
+  // list (limit=1, to learn the current resourceVersion) never continues.
+  static constexpr size_t kMaxSnapshots = 64;
   std::map<std::string, Snapshot> snapshots;  // continue token id -> snapshot
   uint64_t snapshot_counter = 0;
   std::map<std::string, int> request_counts;
@@ -348,8 +365,25 @@ struct FakeApiServer::Impl {
   }
 
   // Records a change (mu held).
+  // Pods by spec.nodeName, as the API server's watch cache indexes them:
+  // a kubelet's (or the bind fence's) list of one node's pods does not scan
+  // the cluster.
+  std::unordered_map<std::string, std::set<std::string>> pods_by_node;
+
+  void index_pod(const std::optional<Fields>& before, const Fields* now) {
+    if (before && !before->node_name.empty()) {
+      auto it = pods_by_node.find(before->node_name);
+      if (it != pods_by_node.end()) {
+        it->second.erase(key("pods", before->ns, before->name));
+        if (it->second.empty()) pods_by_node.erase(it);
+      }
+    }
+    if (now != nullptr && !now->node_name.empty()) pods_by_node[now->node_name].insert(key("pods", now->ns, now->name));
+  }
+
   void record(const std::string& kind, const std::string& type, const Obj& now, std::optional<Fields> before,
               std::shared_ptr<const std::string> before_json = nullptr) {
+    if (kind == "pods") index_pod(before, type == "DELETED" ? nullptr : &now.fields);
     // A watcher whose selector the object stops matching gets the previous
     // state at the resource version of this change (etcd3 watcher: "the
     // *old* object with the etcd revision for the time at which it gets
@@ -504,6 +538,14 @@ struct FakeApiServer::Impl {
     co_return true;
   }
 
+  // A standing fault strikes this time (`permille` in thousandths).
+  bool draw(const std::atomic<int>& permille) {
+    const int p = permille.load();
+    if (p <= 0) return false;
+    std::lock_guard lock(draw_mu);
+    return static_cast<int>(draw_rng() % 1000) < p;
+  }
+
   bool consume(std::atomic<int>& counter) {
     int v = counter.load();
     while (v > 0) {
@@ -519,7 +561,7 @@ struct FakeApiServer::Impl {
     const size_t qmark = target.find('?');
     const std::string path = target.substr(0, qmark);
     const auto query = parse_query(qmark == std::string::npos ? "" : target.substr(qmark + 1));
-    if (int ms = faults.slow_ms.load(); ms > 0) {
+    if (int ms = faults.slow_ms.load(); ms > 0 && (faults.slow_permille.load() == 0 || draw(faults.slow_permille))) {
       asio::steady_timer t(ioc, std::chrono::milliseconds(ms));
       co_await t.async_wait(kTuple);
     }
@@ -542,13 +584,25 @@ struct FakeApiServer::Impl {
     return r;
   }
 
+  // "?key=value&..." with the values that change from call to call (resume
+  // points, tokens, timeouts) masked, so requests(prefix) can count a kind
+  // of request: "GET /api/v1/pods?fieldSelector=spec.nodeName=n1,...".
+  static std::string query_shape(const std::map<std::string, std::string>& query) {
+    std::string out;
+    for (const auto& [k, v] : query) {
+      const bool masked = k == "resourceVersion" || k == "continue" || k == "timeoutSeconds";
+      out += (out.empty() ? "?" : "&") + k + "=" + (masked && v != "0" ? std::string("*") : v);
+    }
+    return out;
+  }
+
   Route route(const http::request<http::string_body>& req, const std::string& path,
               const std::map<std::string, std::string>& query) {
     const std::string method(req.method_string());
     if (trace()) std::fprintf(stderr, "request %s %s\n", method.c_str(), std::string(req.target()).c_str());
     {
       std::lock_guard lock(mu);
-      ++request_counts[method + " " + path];
+      ++request_counts[method + " " + path + query_shape(query)];
       request_log.push_back(method + " " + std::string(req.target()));
       if (request_log.size() > 1000) request_log.pop_front();
       last_authorization = std::string(req[http::field::authorization]);
@@ -655,6 +709,9 @@ struct FakeApiServer::Impl {
       }
       Route r;
       r.response = bind(ns, name, req.body());
+      if (r.response.status == 201 && draw(faults.lose_binding_permille)) {
+        r.response = Response(500, status_json(500, "InternalError", "Internal error occurred: injected failure after the write"));
+      }
       return r;
     }
     if (method == "POST" && kind == "bindings") {
@@ -736,10 +793,17 @@ struct FakeApiServer::Impl {
       offset = std::stoul(cont.substr(colon + 1));
     } else {
       Snapshot s{rv, {}, now};
-      for (const auto& [k, o] : store[kind]) {
-        if (!ns.empty() && o.fields.ns != ns) continue;
-        if (!matches(*terms, o.fields)) continue;
-        s.items.emplace_back(k, o.json);
+      auto consider = [&](const Obj& o) {
+        if (!ns.empty() && o.fields.ns != ns) return;
+        if (matches(*terms, o.fields)) s.items.push_back(o.json);
+      };
+      const auto& objects = store[kind];
+      if (const std::string* node = kind == "pods" ? pinned_node(*terms) : nullptr) {
+        if (auto it = pods_by_node.find(*node); it != pods_by_node.end()) {
+          for (const auto& k : it->second) consider(objects.at(k));
+        }
+      } else {
+        for (const auto& [k, o] : objects) consider(o);
       }
       id = std::to_string(++snapshot_counter);
       snap = &snapshots.emplace(id, std::move(s)).first->second;
@@ -755,10 +819,18 @@ struct FakeApiServer::Impl {
     r.parts.reserve(2 * (end - offset) + 1);
     for (size_t i = offset; i < end; ++i) {
       if (i > offset) r.parts.push_back(comma);
-      r.parts.push_back(snap->items[i].second);
+      r.parts.push_back(snap->items[i]);
     }
     r.parts.push_back(close);
-    if (end >= snap->items.size()) snapshots.erase(id);
+    if (end >= snap->items.size()) {
+      snapshots.erase(id);
+    } else {
+      while (snapshots.size() > kMaxSnapshots) {
+        auto oldest = std::min_element(snapshots.begin(), snapshots.end(),
+                                       [](const auto& a, const auto& b) { return a.second.created < b.second.created; });
+        snapshots.erase(oldest);
+      }
+    }
     return r;
   }
 
@@ -997,7 +1069,7 @@ struct FakeApiServer::Impl {
       for (const auto& e : events) all += e;
       co_return co_await write_chunk(stream, all);
     }
-    if (!faults.split_events.load() && faults.drop_mid_event.load() == 0) {
+    if (!faults.split_events.load() && faults.drop_mid_event.load() == 0 && faults.cut_event_permille.load() == 0) {
       // One chunk per event, as the API server flushes each, sent with one
       // write: the wire is the same, the system calls are not per event.
       std::string wire;
@@ -1014,7 +1086,7 @@ struct FakeApiServer::Impl {
       co_return true;
     }
     for (const auto& e : events) {
-      if (consume(faults.drop_mid_event)) {
+      if (consume(faults.drop_mid_event) || draw(faults.cut_event_permille)) {
         co_await write_chunk(stream, e.substr(0, e.size() / 2));
         boost::system::error_code ec;
         beast::get_lowest_layer(stream).socket().close(ec);
@@ -1093,7 +1165,9 @@ uint64_t FakeApiServer::load_raw(const std::string& kind, const std::string& ns,
   o.fields.node_name = node_name;
   o.fields.phase = phase;
   o.json = std::make_shared<const std::string>(std::move(text));
-  impl_->store[kind][Impl::key(kind, ns, name)] = std::move(o);
+  auto& slot = impl_->store[kind][Impl::key(kind, ns, name)];
+  if (kind == "pods") impl_->index_pod(slot.json ? std::optional<Fields>(slot.fields) : std::nullopt, &o.fields);
+  slot = std::move(o);
   impl_->compacted = impl_->rv;  // bulk loads are not in the watch history
   return impl_->rv;
 }
@@ -1174,6 +1248,8 @@ constexpr std::pair<const char*, std::atomic<int> Faults::*> kCountedFaults[] = 
     {"throttle", &Faults::throttle},               {"unauthorized", &Faults::unauthorized},
     {"slow_ms", &Faults::slow_ms},                 {"drop_binding_response", &Faults::drop_binding_response},
     {"fail_gets", &Faults::fail_gets},             {"event_delay_ms", &Faults::event_delay_ms},
+    {"cut_event_permille", &Faults::cut_event_permille}, {"slow_permille", &Faults::slow_permille},
+    {"lose_binding_permille", &Faults::lose_binding_permille},
 };
 }  // namespace
 

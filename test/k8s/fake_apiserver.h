@@ -49,6 +49,12 @@ struct Faults {
   std::atomic<int> drop_binding_response{0};  // the next N bindings are applied, then the connection dropped
   std::atomic<int> fail_gets{0};              // the next N GETs of one object get 500
   std::atomic<int> event_delay_ms{0};         // watch events wait this long before they are sent
+  // Standing faults that strike at random (a seeded draw per request or
+  // event), in thousandths: as a flaky network or a restarting API server
+  // does, rather than the next N.
+  std::atomic<int> cut_event_permille{0};     // a watch event cut mid-object and the connection dropped
+  std::atomic<int> slow_permille{0};          // with slow_ms: only this share of answers is late (0: every one)
+  std::atomic<int> lose_binding_permille{0};  // a binding applied, then answered 500 (its reply lost)
 
   void clear();                // every fault off
   std::string pending() const;  // the counters not zero, as "name N, ..." (for failure messages)
@@ -106,7 +112,10 @@ class FakeApiServer {
   void close_watches();
 
   // Counters for assertions.
-  int requests(const std::string& prefix = "") const;  // requests whose "METHOD path" starts with prefix
+  // Requests whose "METHOD path?query" starts with prefix; the query's keys
+  // in order, decoded, the values of resourceVersion (but "0"), continue and
+  // timeoutSeconds shown as "*".
+  int requests(const std::string& prefix = "") const;
   // The last requests (up to 1000), as "METHOD target" with the query string.
   std::vector<std::string> request_log() const;
   int open_watches() const;

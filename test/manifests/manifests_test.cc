@@ -215,7 +215,29 @@ void check_scheduler_config(const config::Config& fc, YAML::Node ks, Problems& o
   if (!e["weight"].IsDefined() || e["weight"].as<int64_t>() <= 0) bad("a prioritizeVerb needs a positive weight");
   if (!e["nodeCacheCapable"].IsDefined() || !e["nodeCacheCapable"].as<bool>()) bad("nodeCacheCapable: true (names, not whole Node objects)");
   if (e["ignorable"].IsDefined() && e["ignorable"].as<bool>()) bad("ignorable: true would place GPU pods without fracpack");
-  if (auto d = config::parse_duration(str(e["httpTimeout"])); !d || d->count() < 1000) bad("httpTimeout must be a Go duration of at least 1s");
+  if (auto d = config::parse_duration(str(e["httpTimeout"])); !d || d->count() < 1000) {
+    bad("httpTimeout must be a Go duration of at least 1s");
+  } else if (fc.cluster.bind_timeout + std::chrono::milliseconds(500) > *d) {
+    // fracpack refuses a bind it cannot post within bindTimeout; past
+    // httpTimeout kube-scheduler has stopped waiting and retries the pod, so
+    // a Binding posted then would race the retry.
+    bad("fracpack's cluster.bindTimeout (" + std::to_string(fc.cluster.bind_timeout.count()) +
+        " ms) must end at least 500 ms before kube-scheduler's httpTimeout (" + str(e["httpTimeout"]) + ")");
+  }
+  // A failover: the new leader starts leaseDuration after the old one's last
+  // renewal, and the old one schedules until renewDeadline; every bind it
+  // sent must be settled by then (fracpack refuses those it could not post
+  // within bindTimeout), or they race the new leader's.
+  const YAML::Node le = ks["leaderElection"];
+  const auto lease = config::parse_duration(le["leaseDuration"].IsDefined() ? str(le["leaseDuration"]) : "15s");
+  const auto renew = config::parse_duration(le["renewDeadline"].IsDefined() ? str(le["renewDeadline"]) : "10s");
+  if (!lease || !renew) {
+    bad("leaderElection.leaseDuration and renewDeadline must be Go durations");
+  } else if (fc.cluster.bind_timeout >= *lease - *renew) {
+    bad("fracpack's cluster.bindTimeout (" + std::to_string(fc.cluster.bind_timeout.count()) +
+        " ms) must be shorter than kube-scheduler's leaseDuration - renewDeadline (" + std::to_string((*lease - *renew).count()) +
+        " ms): an old leader's binds would still be posted when the new leader starts");
+  }
   std::set<std::string> managed;
   for (auto r : e["managedResources"]) {
     managed.insert(str(r["name"]));
@@ -483,6 +505,11 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
        "needs ignoredByScheduler: true"},
       {"unknown scheduler field", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "nodeCacheCapable", "nodeCacheCapible"); },
        "unknown extender field nodeCacheCapible"},
+      {"a bind timeout past kube-scheduler's", [&](Objects& o) { cm_data(o, "fracpack.yaml", "bindTimeout: \"4s\"", "bindTimeout: \"5s\""); },
+       "must end at least 500 ms before kube-scheduler's httpTimeout"},
+      {"a lease handover shorter than the bind timeout",
+       [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "leaderElect: true", "leaderElect: true\n  leaseDuration: 12s"); },
+       "must be shorter than kube-scheduler's leaseDuration - renewDeadline"},
       {"verbs on the network", [&](Objects& o) { cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\""); },
        "the verbs belong on 127.0.0.1"},
       {"a broken fracpack config", [&](Objects& o) { cm_data(o, "fracpack.yaml", "policy:", "polcy:"); }, "polcy: unknown key"},
@@ -524,7 +551,10 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
 // (a new call without its permission fails here).
 TEST(Manifests, RbacMatchesTheCode) {
   const std::vector<std::pair<std::regex, std::string>> known = {
-      {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+\))re"), "|pods|get"},
+      {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+[,)])re"), "|pods|get"},
+      // The bind fence: the current resourceVersion, then one node's pods.
+      {std::regex(R"re(request\("GET", "/api/v1/pods\?limit=1")re"), "|pods|list"},
+      {std::regex(R"re("/api/v1/pods\?fieldSelector=" \+ url_encode\(selector\))re"), "|pods|list (one node)"},
       {std::regex(R"re("/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+ \+ "/binding")re"), "|pods/binding|create"},
       {std::regex(R"re(request\("POST", "/api/v1/namespaces/" \+ [\w.]+ \+ "/events")re"), "|events|create"},
       {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ \w+ \+ "/configmaps/" \+ \w+\))re"), "|configmaps|get"},
@@ -555,7 +585,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 7u);
+  EXPECT_EQ(calls, 9u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 

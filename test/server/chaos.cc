@@ -1,8 +1,6 @@
 #include "test/server/chaos.h"
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -23,19 +21,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -43,26 +28,14 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
-std::string duration(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
-
 class Chaos {
  public:
   explicit Chaos(const ChaosOptions& o) : o_(o), rng_(o.seed) {}
 
   ChaosReport run() {
     const auto start = std::chrono::steady_clock::now();
-    for (int n = 0; n < o_.nodes; ++n) {
-      candidates_.push_back({"node-" + std::to_string(n), ""});
-      api_.create("nodes", node_object(candidates_.back().name, o_.cards, kCardMiB));
-    }
-    config_ = dir_.write("fracpack.yaml", "listen: \"127.0.0.1:" + std::to_string(port_) + "\"\n" +
-                                              "cluster:\n  kubeconfig: \"" + dir_.path() + "/kubeconfig\"\n  assumeTtl: \"" +
-                                              duration(o_.assume_ttl) + "\"\n  reconcileInterval: \"" +
-                                              duration(o_.reconcile_interval) + "\"\n  requestTimeout: \"2s\"\n" +
-                                              "workload:\n  configMap: \"\"\nlog:\n  level: info\n");
-    dir_.write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + api_.url() +
-                                 "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-                                 "current-context: x\n");
+    candidates_ = create_gpu_nodes(api_, o_.nodes, o_.cards, kCardMiB);
+    config_ = process_config(dir_, api_.url(), port_, o_.assume_ttl, o_.reconcile_interval);
     start_fracpack();
     std::uniform_real_distribution<double> unit(0, 1);
     for (r_.operations = 0; r_.operations < o_.operations; ++r_.operations) {
@@ -129,13 +102,8 @@ class Chaos {
 
   // Adds what the running process's informers have applied so far.
   void count_informer_work() {
-    for (const auto& line : split_lines(http_get(url(), "/metrics").body)) {
-      const size_t space = line.rfind(' ');
-      if (space == std::string::npos) continue;
-      const uint64_t v = std::strtoull(line.c_str() + space + 1, nullptr, 10);
-      if (line.rfind("fracpack_informer_events_total{", 0) == 0) r_.watch_events += v;
-      if (line.rfind("fracpack_informer_lists_total{", 0) == 0) r_.lists += v;
-    }
+    r_.watch_events += static_cast<uint64_t>(metric_sum(url(), "fracpack_informer_events_total{"));
+    r_.lists += static_cast<uint64_t>(metric_sum(url(), "fracpack_informer_lists_total{"));
   }
 
   static std::string tail(const std::string& log) { return log.size() > 2000 ? log.substr(log.size() - 2000) : log; }
@@ -173,38 +141,14 @@ class Chaos {
   }
 
   void create_pod() {
-    const std::string name = "p" + std::to_string(next_++);
-    std::uniform_int_distribution<int> shape(0, 9);
-    int cores = 0, cards = 1;
-    int64_t memory = 0;
-    switch (shape(rng_)) {
-      case 0: cards = 1; break;                                // a whole card
-      case 1: cards = 2; cores = 50; memory = 8192; break;     // 2 x half
-      case 2: cores = 100; break;                              // exclusive compute
-      case 3: cores = 25; memory = 4096; break;
-      case 4: cores = 10; memory = 1024; break;
-      case 5: cores = 75; memory = 12288; break;
-      default: cores = 50; memory = 8192; break;
-    }
-    const std::string text = gpu_pod(name, "u-" + name, cores, memory, cards);
-    api_.create("pods", text);
-    pending_.push_back(name);
+    pending_.push_back(create_random_gpu_pod(api_, next_, rng_));
     ++r_.created;
   }
 
-  // Mostly bound pods (jobs end), sometimes pending ones (jobs cancelled).
   void delete_pod() {
-    std::vector<json> bound, pending;
-    for (const auto& text : api_.list("pods")) {
-      json p = json::parse(text);
-      (p["spec"].contains("nodeName") ? bound : pending).push_back(std::move(p));
-    }
-    const bool pick_bound = !bound.empty() && (pending.empty() || std::uniform_int_distribution<int>(0, 3)(rng_) != 0);
-    const std::vector<json>& from = pick_bound ? bound : pending;
-    if (from.empty()) return;
-    const json& p = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
-    api_.remove("pods", p["metadata"]["namespace"], p["metadata"]["name"]);
-    if (pick_bound) deleted_bound_at_[p["metadata"]["namespace"].get<std::string>() + "/" + p["metadata"]["name"].get<std::string>()] = std::chrono::steady_clock::now();
+    auto deleted = delete_random_pod(api_, rng_);
+    if (!deleted) return;
+    if (deleted->was_bound) deleted_bound_at_[deleted->key] = std::chrono::steady_clock::now();
     ++r_.deleted;
   }
 
@@ -492,7 +436,7 @@ class Chaos {
   std::mt19937_64 rng_;
   FakeApiServer api_;
   TempDir dir_;
-  uint16_t port_ = free_port();
+  uint16_t port_ = free_loopback_port();
   std::string config_;
   std::unique_ptr<FracpackProcess> process_;
   std::unique_ptr<SchedulerDriver> driver_;

@@ -21,13 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "test/server/soak_options.h"
+
 namespace fracpack::testing {
 
-struct ChaosOptions {
-  uint64_t operations = 2000;
-  uint64_t seed = 1;
-  int nodes = 16;
-  int cards = 4;                  // per node, 16 GiB each
+struct ChaosOptions : SoakOptions {
   uint64_t restart_every = 700;   // operations between kills of fracpack (0: never)
   // Share of operations that inject a fault the informers ride through
   // (binding 409 / 500 / answer lost, GET 500, slow answers, late watch
@@ -41,12 +39,9 @@ struct ChaosOptions {
   // rate of about one per 30 s of run keeps them up most of the time.
   double disruption_rate = 0.02;
   uint64_t check_every = 100;     // operations between invariant checks
-  std::chrono::milliseconds assume_ttl{3000};
-  std::chrono::milliseconds reconcile_interval{500};
   // Allowed beyond one reconcile interval before a reservation past its TTL
   // counts as leaked (sanitizer builds run several times slower).
   std::chrono::milliseconds ttl_slack{1500};
-  bool verbose = false;           // progress lines on stderr
 };
 
 struct ChaosReport {

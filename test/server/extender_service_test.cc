@@ -313,7 +313,9 @@ TEST(ExtenderBind, AnUnknownBindOutcomeKeepsTheReservation) {
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
   Faults& f = c.api->faults();
   f.event_delay_ms = 1500;        // the watch shows the first bind late
-  f.drop_binding_response = 1;    // applied, the answer lost
+  // Applied, the answer lost; twice, as the client retries a request whose
+  // reused keep-alive connection closed before any answer.
+  f.drop_binding_response = 2;
   f.fail_gets = 1;                // and the check that would tell fails too
   EXPECT_FALSE(c.driver().bind("default", "a", "u-a", "solo").ok());
   // The second pod must not get the card the first one may hold.
@@ -331,11 +333,6 @@ TEST(ExtenderBind, AnUnknownBindOutcomeKeepsTheReservation) {
   }));
 }
 
-}  // namespace
-}  // namespace fracpack::testing
-
-namespace fracpack::testing {
-namespace {
 
 // Found by the chaos soak: a bound pod whose watch event came later than its
 // assume TTL lost its reservation, and the next pod took the same card.
@@ -358,6 +355,84 @@ TEST(ExtenderBind, APodBoundButNotYetSeenKeepsItsCardPastTheTtl) {
   auto b = c.api->get("pods", "default", "b");
   ASSERT_TRUE(b);
   EXPECT_EQ(nlohmann::json::parse(*b)["spec"].value("nodeName", ""), "");
+}
+
+
+// A bind that cannot be posted before cluster.bindTimeout (kube-scheduler
+// stops waiting soon after) is refused and its reservation released: no
+// Binding reaches the API server after the scheduler gave up on it.
+TEST(ExtenderBind, ABindThatCannotBePostedInTimeIsRefusedNotPostedLate) {
+  config::Config cfg = test_config();
+  cfg.cluster.bind_timeout = std::chrono::milliseconds(300);
+  Connected c(cfg);
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  c.api->create("pods", gpu_pod("a", "u-a", 60));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  c.api->faults().slow_ms = 400;  // the fence's read alone takes longer than the bind may
+  const int bindings = c.api->requests("POST /api/v1/namespaces/default/pods/a/binding");
+  const Status s = c.driver().bind("default", "a", "u-a", "solo");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cluster.bindTimeout"), std::string::npos) << s.message();
+  c.api->faults().slow_ms = 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(c.api->requests("POST /api/v1/namespaces/default/pods/a/binding"), bindings) << "nothing posted after the deadline";
+  EXPECT_EQ(c.daemon().state().read([](const scheduling::Ledger& l) { return l.pod("u-a"); }), nullptr) << "the reservation is released";
+  // With the API server answering again, the retry binds.
+  EXPECT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
+}
+
+// A pod another scheduler bound a moment ago, not yet delivered by the
+// watch (its events are late): the bind's fence reads it from the API
+// server and the next pod goes beside it, not onto its card.
+TEST(ExtenderBind, TheFenceSeesWhatAnotherSchedulerBoundBeforeTheWatchDoes) {
+  Connected c;
+  c.api->create("nodes", node_object("duo", 2));
+  c.start();
+  c.api->create("pods", gpu_pod("mine", "u-mine", 100));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-mine").has_value(); }));
+  c.api->faults().event_delay_ms = 2000;
+  // Another scheduler binds `theirs` to card 0 of duo: fracpack has not seen it.
+  c.api->create("pods", gpu_pod("theirs", "u-theirs", 100, 0, 1, {{"fracpack.io/allocation", allocation_annotation("duo", {{0, 100}})}},
+                                0, "duo"));
+  ASSERT_TRUE(c.driver().bind("default", "mine", "u-mine", "duo").ok());
+  auto bound = c.api->get("pods", "default", "mine");
+  ASSERT_TRUE(bound);
+  const auto record = k8s::parse_allocation(nlohmann::json::parse(*bound)["metadata"]["annotations"]["fracpack.io/allocation"].get<std::string>());
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->containers.at(0).cards.at(0).index, 1) << "card 0 is the other scheduler's";
+  EXPECT_EQ(c.daemon().state().counters().fence_caught_up, 1u);
+  c.api->faults().event_delay_ms = 0;
+}
+
+
+// What the fence cannot close (a Binding another writer posted after the
+// fence's read) is never silent: the reconciler reports a card the API
+// server shows over-committed with a gauge, a log line and a Warning Event
+// on each pod holding it.
+TEST(Reconciler, ReportsACardTwoSchedulersOverCommitted) {
+  config::Config cfg = test_config();
+  cfg.cluster.events = true;
+  cfg.cluster.reconcile_interval = std::chrono::milliseconds(100);
+  Connected c(cfg);
+  c.api->create("nodes", node_object("solo", 1));
+  for (const char* name : {"first", "second"}) {
+    c.api->create("pods", gpu_pod(name, std::string("u-") + name, 60, 0, 1,
+                                  {{"fracpack.io/allocation", allocation_annotation("solo", {{0, 60}})}}, 0, "solo"));
+  }
+  c.start();
+  ASSERT_TRUE(Cluster::wait_for([&] { return metric_sum(c.url(), "fracpack_overcommitted_cards") == 1; }));
+  ASSERT_TRUE(Cluster::wait_for([&] {
+    int warned = 0;
+    for (const auto& e : c.api->list("events")) {
+      const auto j = nlohmann::json::parse(e);
+      if (j.value("reason", "") == "GPUOverCommitted" && j.value("type", "") == "Warning") ++warned;
+    }
+    return warned == 2;
+  })) << "one Event per pod holding the card";
+  // One leaves: the card drains and the gauge follows.
+  c.api->remove("pods", "default", "second");
+  EXPECT_TRUE(Cluster::wait_for([&] { return metric_sum(c.url(), "fracpack_overcommitted_cards") == 0; }));
 }
 
 }  // namespace

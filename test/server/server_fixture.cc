@@ -89,6 +89,47 @@ std::string cpu_pod(const std::string& name, const std::string& uid) {
       .dump();
 }
 
+std::string create_random_gpu_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng) {
+  const std::string name = "p" + std::to_string(serial++);
+  int cores = 0, cards = 1;
+  int64_t memory = 0;
+  switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
+    case 0: cards = 1; break;                             // a whole card
+    case 1: cards = 2; cores = 50; memory = 8192; break;  // 2 x half
+    case 2: cores = 100; break;                           // exclusive compute
+    case 3: cores = 25; memory = 4096; break;
+    case 4: cores = 10; memory = 1024; break;
+    case 5: cores = 75; memory = 12288; break;
+    default: cores = 50; memory = 8192; break;
+  }
+  api.create("pods", gpu_pod(name, "u-" + name, cores, memory, cards));
+  return name;
+}
+
+std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64& rng) {
+  std::vector<json> bound, pending;
+  for (const auto& text : api.list("pods")) {
+    json p = json::parse(text);
+    (p["spec"].contains("nodeName") ? bound : pending).push_back(std::move(p));
+  }
+  const bool pick_bound = !bound.empty() && (pending.empty() || std::uniform_int_distribution<int>(0, 3)(rng) != 0);
+  const std::vector<json>& from = pick_bound ? bound : pending;
+  if (from.empty()) return std::nullopt;
+  const json& p = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+  const std::string ns = p["metadata"]["namespace"], name = p["metadata"]["name"];
+  api.remove("pods", ns, name);
+  return DeletedPod{ns + "/" + name, pick_bound};
+}
+
+std::vector<CandidateNode> create_gpu_nodes(FakeApiServer& api, int count, int cards, int64_t memory_mib) {
+  std::vector<CandidateNode> out;
+  for (int n = 0; n < count; ++n) {
+    out.push_back({"node-" + std::to_string(n), ""});
+    api.create("nodes", node_object(out.back().name, cards, memory_mib));
+  }
+  return out;
+}
+
 config::Config test_config() {
   server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);  // no line per placement in test output
   config::Config c;
@@ -248,10 +289,72 @@ k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s:
   return *r;
 }
 
+uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+double metric_sum(const std::string& url, const std::string& prefix) {
+  const auto r = http_get(url, "/metrics");
+  if (r.status != 200) return 0;
+  double sum = 0;
+  size_t start = 0;
+  while (start < r.body.size()) {
+    size_t end = r.body.find('\n', start);
+    if (end == std::string::npos) end = r.body.size();
+    const std::string_view line(r.body.data() + start, end - start);
+    if (line.rfind(prefix, 0) == 0 && (line.size() == prefix.size() || prefix.back() == '{' || line[prefix.size()] == ' ' ||
+                                       line[prefix.size()] == '{')) {
+      const size_t space = line.rfind(' ');
+      if (space != std::string_view::npos) sum += std::strtod(std::string(line.substr(space + 1)).c_str(), nullptr);
+    }
+    start = end + 1;
+  }
+  return sum;
+}
+
+static std::string millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
+
+// Each line indented by two spaces.
+static std::string indented(const std::string& lines) {
+  std::string out;
+  size_t start = 0;
+  while (start < lines.size()) {
+    const size_t end = lines.find('\n', start);
+    out += "  " + lines.substr(start, end == std::string::npos ? std::string::npos : end + 1 - start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string process_config(const TempDir& dir, const std::string& api_url, uint16_t port, std::chrono::milliseconds assume_ttl,
+                           std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys) {
+  dir.write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + api_url +
+                              "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                              "current-context: x\n");
+  return dir.write("fracpack-" + std::to_string(port) + ".yaml",
+                   "listen: \"127.0.0.1:" + std::to_string(port) + "\"\n" + "cluster:\n  kubeconfig: \"" + dir.path() +
+                       "/kubeconfig\"\n  assumeTtl: \"" + millis(assume_ttl) + "\"\n  reconcileInterval: \"" +
+                       millis(reconcile_interval) + "\"\n  requestTimeout: \"2s\"\n" + indented(cluster_keys) +
+                       "workload:\n  configMap: \"\"\nlog:\n  level: info\n");
+}
+
 FracpackProcess::FracpackProcess(std::vector<std::string> args) {
   static std::atomic<int> serial{0};
   log_path_ = "/tmp/fracpack-process-" + std::to_string(getpid()) + "-" + std::to_string(serial++) + ".log";
-  args.insert(args.begin(), FRACPACK_BINARY);
+  // FRACPACK_TEST_BINARY runs another build of fracpack under the same
+  // harness (a before/after comparison of a bench).
+  const char* other = std::getenv("FRACPACK_TEST_BINARY");
+  args.insert(args.begin(), other != nullptr && *other != '\0' ? other : FRACPACK_BINARY);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

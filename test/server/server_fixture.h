@@ -6,6 +6,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,22 @@ class TempDir {
 // cores and memory: a bare whole-card request).
 std::string gpu_pod(const std::string& name, const std::string& uid, int cores, int64_t memory_mib = 0, int cards = 1,
                     std::map<std::string, std::string> annotations = {}, int priority = 0, const std::string& node = "");
+// Creates one of the soaks' GPU pods, "p<serial>" (serial counts up): one
+// of seven shapes (a whole card, two half cards, exclusive compute, and
+// shares of 10 % to 75 % with memory), drawn from `rng`. Returns its name.
+std::string create_random_gpu_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng);
+// Deletes a pod at random: a bound one three times in four (jobs end), else
+// a pending one (jobs cancelled). Its namespace/name and whether it was
+// bound; nothing when there is no pod.
+struct DeletedPod {
+  std::string key;
+  bool was_bound = false;
+};
+std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64& rng);
+// `count` nodes node-0, node-1, ... with `cards` cards of `memory_mib` each,
+// created on the API server; their names as kube-scheduler's candidates.
+std::vector<CandidateNode> create_gpu_nodes(FakeApiServer& api, int count, int cards, int64_t memory_mib);
+
 // A pod with CPU only.
 std::string cpu_pod(const std::string& name, const std::string& uid);
 
@@ -116,5 +134,16 @@ std::string body_of(const std::string& response);
 
 // GET over the driver's first extender connection settings.
 k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s::TlsOptions tls = {});
+
+// A loopback TCP port free at the time of the call.
+uint16_t free_loopback_port();
+// The sum of the samples of `/metrics` at `url` whose line starts with
+// `prefix` (a family name, optionally with the opening "{"); 0 when none or unreachable.
+double metric_sum(const std::string& url, const std::string& prefix);
+// fracpack serve's YAML configuration for a process against the test API
+// server at `api_url` (a kubeconfig written beside it in `dir`), with
+// `cluster_keys` added to its cluster section ("bindTimeout: 1s\n").
+std::string process_config(const TempDir& dir, const std::string& api_url, uint16_t port, std::chrono::milliseconds assume_ttl,
+                           std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys = "");
 
 }  // namespace fracpack::testing

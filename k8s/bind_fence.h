@@ -1,0 +1,89 @@
+// The bind fence: no placement on a ledger older than the API server.
+//
+// fracpack's ledger follows the API server through a watch. A single
+// replica never places on stale data (its own reservations cover its own
+// binds), but any second writer — the other replica after a failover, an
+// old leader finishing its binds, a second scheduler profile with its own
+// fracpack — binds pods this replica learns of only when its watch delivers
+// them, which after a cut watch and client-go's backoff can be seconds
+// later. Placing on cards in that window double-books them.
+//
+// So before a GPU bind is posted, its node's live pods are read from the API
+// server as of a moment after the bind arrived, in one of two ways:
+//
+//   kConsistent (default)  one consistent LIST of the node's pods
+//      (fieldSelector spec.nodeName=<node>, no resourceVersion: a quorum
+//      read). Kubernetes 1.31 and later serve it from the watch cache once
+//      the cache has caught up with etcd (ConsistentListFromCache, KEP-2340,
+//      GA in 1.34); older API servers read every pod from etcd for it.
+//   kResourceVersion  two reads, cheap on every version: the current
+//      resourceVersion from a consistent LIST of one pod (limit=1), one read
+//      serving every bind that arrived before it started (single flight);
+//      then the node's pods at resourceVersion=<that> ("not older than":
+//      served from the watch cache, which waits until it has caught up).
+//
+// ClusterState::catch_up then applies the bound pods the ledger lacks, as
+// their watch events would, and re-checks the bind's reservation beside
+// them. Only resourceVersion strings the server gave are sent back; none is
+// compared or ordered here (kubernetes-protocol.md §4.6).
+//
+// What this cannot close: a Binding another writer posts after step 2 and
+// before this bind's own Binding lands (milliseconds, or an old leader's
+// request still in flight: bounded by its request deadline and bind
+// timeout). The reconciler reports any over-commit that slips through.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "k8s/api_client.h"
+#include "k8s/objects.h"
+
+namespace fracpack::k8s {
+
+class BindFence {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  enum class Read { kConsistent, kResourceVersion };
+
+  // `pod_field_selector`: the pod informer's ("status.phase!=Succeeded,..."),
+  // so the node read sees what the informer would; `selection`: what the
+  // decoder keeps.
+  BindFence(std::string pod_field_selector, Selection selection, Read read = Read::kConsistent);
+
+  // The pods bound to `node` as the API server has them at a resourceVersion
+  // no older than `arrived`. Runs on the caller's thread with the caller's
+  // client (a bind worker's); gives up at `deadline`.
+  Result<std::vector<Pod>> node_pods(ApiClient& client, const std::string& node, Clock::time_point arrived,
+                                     Clock::time_point deadline);
+
+  struct Stats {
+    uint64_t version_reads = 0;  // kResourceVersion: consistent reads of the current resourceVersion
+    uint64_t shared = 0;         // fences served by a read another bind started
+    uint64_t node_reads = 0;
+    uint64_t failures = 0;
+  };
+  Stats stats() const;
+
+ private:
+  Result<std::string> current_version(ApiClient& client, Clock::time_point arrived, Clock::time_point deadline);
+
+  const std::string field_selector_;
+  const Selection selection_;
+  const Read read_;
+  mutable std::mutex mu_;
+  std::condition_variable done_;
+  bool reading_ = false;                 // a version read is in flight...
+  Clock::time_point reading_since_{};    // ...started then
+  Clock::time_point last_started_{};     // the last successful read started then...
+  std::string last_version_;             // ...and answered this
+  uint64_t read_generation_ = 0;         // bumped when a read ends, ok or not
+  Stats stats_;
+};
+
+}  // namespace fracpack::k8s

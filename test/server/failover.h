@@ -1,0 +1,75 @@
+// The failover soak (issue: failover over-commit): two `fracpack serve`
+// processes, as manifests/deployment.yaml runs them, both synced from the
+// test API server; the test scheduler driver calls one of them and, at each
+// failover, the other — with binds pipelined as kube-scheduler sends them
+// (asynchronously, a few in flight), watch connections cut mid-event at
+// random, and pods deleted now and then. At a failover the old leader either
+// stays up, no longer called (its lease lost: binds already sent still
+// complete), or is killed with binds in flight and restarted as the standby.
+//
+// What it counts is what a device plugin would hand out: cards whose
+// allocation records (the pods' annotations) sum past the card — two
+// exclusive pods on one card, or memory or compute above it — checked after
+// every failover and at the end.
+// Used by test/server/failover_test.cc (CI-sized) and bench/failover_bench.cc.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "test/server/soak_options.h"
+
+namespace fracpack::testing {
+
+struct FailoverOptions : SoakOptions {
+  int failovers = 9;
+  bool kill_old_leader = false;  // SIGKILL at the switch (with binds in flight), else it stays up
+  int watch_cut_permille = 30;   // watch events cut mid-event, connection dropped
+  double delete_share = 0.20;    // of operations: a pod deleted
+  double create_share = 0.25;    // of operations: a pod created (the rest schedule one)
+  // A pause after each operation: the run's pace (a failover every
+  // operations / (failovers + 1) operations), so watches have time to fall
+  // behind and catch up as they would in a cluster.
+  std::chrono::microseconds pause{1000};
+  int binds_in_flight = 3;       // pipelined binds, as kube-scheduler's binding goroutines
+  // kube-scheduler's lease handover: the new leader starts only when the
+  // old one's lease has expired (leaseDuration 15 s after its last renewal;
+  // it stopped scheduling at renewDeadline, 10 s), so binds the old leader
+  // sent have settled (fracpack's bindTimeout, 4 s, is shorter than the 5 s
+  // between the two). With true the switch waits for them (bounded by 5 s);
+  // with false it is instant, and the old leader's binds race the new
+  // leader's: harsher than kube-scheduler allows.
+  bool lease_handover = true;
+  std::string bind_fence_read = "consistent";  // fracpack's cluster.bindFenceRead
+  // The API server's slow regime: this share (thousandths) of answers is
+  // late by slow_ms.
+  int slow_permille = 0;
+  int slow_ms = 0;
+};
+
+struct FailoverReport {
+  uint64_t operations = 0, created = 0, deleted = 0, cycles = 0, placed = 0, unschedulable = 0, bind_failures = 0,
+           cycle_errors = 0;
+  uint64_t failovers = 0, killed_mid_bind = 0;
+  // Cards over-committed by the annotations: at the end, and the most seen
+  // at any check after a failover.
+  uint64_t overcommitted_at_end = 0;
+  uint64_t overcommitted_max = 0;
+  std::vector<std::string> samples;  // the first over-committed cards, described
+  // The binds: latency as the driver saw it (ms), and the API server's
+  // requests that the bind path made, per placed pod.
+  std::vector<double> bind_ms;
+  uint64_t bindings_posted = 0, fence_reads = 0, node_reads = 0;
+  // fracpack's own count: pods a bind's freshness read found that the
+  // watch had not delivered yet, and over-committed cards the reconcilers
+  // reported (summed over the processes' last /metrics).
+  double fence_caught_up = 0, reported_overcommitted = 0;
+  double seconds = 0;
+  std::string summary() const;
+};
+
+FailoverReport run_failover(const FailoverOptions& options);
+
+}  // namespace fracpack::testing
