@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "k8s/contract.h"
-#include "k8s/json_write.h"
+#include "k8s/contract/fracpack.h"
+#include "common/json_write.h"
 #include "k8s/snapshot.h"
 #include "server/daemon.h"
 #include "server/log.h"
@@ -99,7 +99,7 @@ std::string pod_json(const std::string& name, const std::string& uid, const Shap
   std::string ann;
   if (!allocation.empty()) {
     std::string esc;
-    k8s::append_json_string(esc, allocation);
+    append_json_string(esc, allocation);
     ann = R"(,"annotations":{"fracpack.io/allocation":)" + esc + "}";
   }
   return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":"ml","uid":")" + uid +

@@ -34,8 +34,9 @@
 #include <vector>
 
 #include "k8s/api_client.h"
+#include "k8s/cluster_informers.h"
 #include "k8s/cluster_state.h"
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/informer.h"
 #include "k8s/json_stream.h"
 #include "k8s/objects.h"
@@ -205,23 +206,10 @@ std::string pod_name(int i) { return "job-" + std::to_string(i / 8) + "-worker-"
 // watch applies it.
 int cold_sync(const k8s::ClientConfig& client, size_t bytes, int run, int result, int events, int to_server, FILE* from_server) {
   k8s::ClusterState state(k8s::SyncOptions{});
-  k8s::InformerOptions po;
-  po.resource = "/api/v1/pods";
-  po.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
-  k8s::InformerOptions no;
-  no.resource = "/api/v1/nodes";
-  k8s::Informer pod_informer(client, po, state.pod_sink());
-  k8s::Informer node_informer(client, no, state.node_sink());
+  k8s::ClusterInformers informers(client, state);
   const double cpu0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
-  std::jthread pod_thread([&](std::stop_token st) {
-    pthread_setname_np(pthread_self(), "pod-informer");
-    pod_informer.run(st);
-  });
-  std::jthread node_thread([&](std::stop_token st) {
-    pthread_setname_np(pthread_self(), "node-informer");
-    node_informer.run(st);
-  });
+  informers.start();
   while (!state.ready()) std::this_thread::sleep_for(std::chrono::microseconds(500));
   const double wall = seconds_since(t0);
   const double cpu = cpu_seconds() - cpu0;
@@ -235,7 +223,7 @@ int cold_sync(const k8s::ClientConfig& client, size_t bytes, int run, int result
   close(result);
   if (events == 0) return 0;
 
-  const uint64_t applied_before = pod_informer.stats().events;
+  const uint64_t applied_before = informers.pod_stats().events;
   const double cpu_before = cpu_seconds();
   const auto e0 = std::chrono::steady_clock::now();
   if (write(to_server, "e", 1) != 1) return 1;
@@ -243,11 +231,11 @@ int cold_sync(const k8s::ClientConfig& client, size_t bytes, int run, int result
   if (std::fscanf(from_server, "%llu", &last) != 1) return 1;
   const double produced = seconds_since(e0);
   const std::string want = std::to_string(last);
-  while (pod_informer.stats().resource_version != want) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  while (informers.pod_stats().resource_version != want) std::this_thread::sleep_for(std::chrono::microseconds(200));
   const double s = seconds_since(e0);
   const double cpu_used = cpu_seconds() - cpu_before;
-  const uint64_t applied = pod_informer.stats().events - applied_before;
-  const auto st = pod_informer.stats();
+  const uint64_t applied = informers.pod_stats().events - applied_before;
+  const auto st = informers.pod_stats();
   std::printf("steady state: %llu watch events (new bound pods, pods finishing) applied in %.3f s: %.0f events/s, "
               "%.1f us of CPU each (the server recorded them in %.3f s); %zu pods in the ledger; %llu watch(es), %llu error(s)%s%s\n",
               static_cast<unsigned long long>(applied), s, static_cast<double>(applied) / s,
@@ -287,17 +275,17 @@ void in_memory_breakdown(int nodes, int pods) {
   };
   std::printf("where the time goes, on an in-memory list of %d pods (%.0f MB), median of 5:\n", n, mb);
   time_it("split into items", [](std::string_view) { return Status::Ok(); }, [] {});
-  const k8s::Selection selection = k8s::ContractNames{}.selection();
+  const k8s::Selection selection = k8s::FracpackContract{}.selection();
   time_it("+ decode", [&](std::string_view item) {
     auto pod = k8s::parse_pod(item, selection);
     return pod ? Status::Ok() : Status(Error{pod.message()});
   }, [] {});
   std::unique_ptr<k8s::ClusterState> state;
-  time_it("+ apply to the ledger", [&](std::string_view item) { return state->pod_sink().list_item(item); },
+  time_it("+ apply to the ledger", [&](std::string_view item) { return state->list_pod(item); },
           [&] {
             state.reset();
             state = std::make_unique<k8s::ClusterState>(k8s::SyncOptions{});
-            state->pod_sink().begin_list(true);
+            state->begin_pod_list(true);
           });
 }
 

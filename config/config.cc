@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "k8s/file_io.h"
+#include "common/file_io.h"
 #include "scheduling/policy.h"
 #include "scheduling/quantity.h"
 
@@ -401,7 +401,7 @@ std::vector<std::string> config_keys() {
 }
 
 Result<Config> load_config(const std::string& path) {
-  auto text = k8s::read_file(path);
+  auto text = read_file(path);
   if (!text) return Error{"configuration: " + text.message()};
   return parse_config(*text, path);
 }

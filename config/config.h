@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "scheduling/result.h"
 
 namespace fracpack::config {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fracpack::k8s::Node node;
     node.meta.name = "n";
     node.meta.annotations = {{names.devices, text}, {names.cordon, text.substr(0, text.size() / 2)}};
-    (void)fracpack::k8s::node_spec(node, names);
+    (void)fracpack::k8s::FracpackContract(names).node_spec(node);
   }
   return 0;
 }

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/extender.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (data[0] % 3) {
     case 0:
       if (auto a = fracpack::k8s::parse_extender_args(body, selection)) {
-        if (a->pod) (void)fracpack::k8s::pod_request(*a->pod, fracpack::k8s::ContractNames{});
+        if (a->pod) (void)fracpack::k8s::FracpackContract{}.pod_request(*a->pod);
       }
       break;
     case 1:

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/json_stream.h"
 #include "k8s/objects.h"
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "k8s/file_io.h"
+#include "common/file_io.h"
 
 namespace fracpack::k8s {
 namespace {

@@ -1,14 +1,15 @@
-// The cluster as fracpack knows it: the informers' pods and nodes, and the
-// ledger rebuilt from them. Allocations are durable only as pod annotations
-// (the Binding writes them atomically with spec.nodeName), so a restart
-// rebuilds the same ledger from a list.
+// The cluster as fracpack knows it: the store of pods and nodes the
+// informers keep (k8s/cluster_informers.h feeds it), and the ledger the
+// pod-to-ledger path builds from them (k8s/ledger_builder.h: what a bound
+// pod holds, inference, fail-closed rules). Allocations are durable only as
+// pod annotations (the Binding writes them atomically with spec.nodeName),
+// so a restart rebuilds the same ledger from a list.
 //
-//   pod events   a bound pod is confirmed from its fracpack.io/allocation
-//                annotation (keyed by UID: a pod re-created under the same
-//                name is a different pod); a terminal phase or a deletion
-//                releases it; a confirmed annotation replaces the matching
-//                assumed reservation; a pending pod holds nothing.
-//   node events  a node's cards follow its device annotation or GFD labels.
+//   pod events   a bound pod holds what its record says (keyed by UID: a pod
+//                re-created under the same name is a different pod); a
+//                terminal phase or a deletion releases it; a confirmed record
+//                replaces the matching assumed reservation; a pending pod
+//                holds nothing.
 //   relist       replaces the store: objects absent from the list are gone,
 //                with what they held; an assumed reservation for a pod the
 //                store never saw is left to its TTL (the list may predate it).
@@ -16,19 +17,16 @@
 //                reconciler's GET), its reservation is dropped and events
 //                about it still in flight are ignored until the informer sees
 //                it go: a lagging watch must not resurrect it.
-//   fail closed  a bound GPU pod whose record is missing or malformed keeps
-//                capacity reserved as far as it can be inferred (its
-//                fracpack.io/gpu-indices, else the cards its request would
-//                take now); if nothing can be inferred, its node takes no new
-//                placement until the pod is resolved or gone. A malformed
-//                node keeps its last good cards, cordoned. Every such case is
-//                counted and kept for /debug, never a crash.
+//
+// The reservations of binds in flight, after kube-scheduler's internal
+// cache (assume -> confirm / forget / expire), are the ledger's (Ledger).
 #pragma once
 
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -38,8 +36,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "k8s/contract.h"
+#include "k8s/contract/contract.h"
 #include "k8s/informer.h"
+#include "k8s/ledger_builder.h"
 #include "k8s/objects.h"
 #include "scheduling/ledger.h"
 #include "scheduling/workload.h"
@@ -57,7 +56,7 @@ struct OverCommittedCard {
 };
 
 struct SyncOptions {
-  ContractNames names;
+  std::shared_ptr<const Contract> contract;  // null: the fracpack contract with its default names
   // An assumed bind not confirmed within this is checked with the API server
   // (reconcile_assumptions) and released if its pod is not bound.
   std::chrono::milliseconds assume_ttl{30000};
@@ -87,9 +86,6 @@ class ClusterState {
  public:
   explicit ClusterState(SyncOptions options);
 
-  InformerSink& pod_sink() { return pod_sink_; }
-  InformerSink& node_sink() { return node_sink_; }
-
   // Both initial lists applied.
   bool ready() const;
 
@@ -97,14 +93,36 @@ class ClusterState {
   template <class Fn>
   auto read(Fn&& fn) const {
     std::shared_lock lock(mu_);
-    return fn(ledger_);
+    return fn(builder_.ledger());
   }
 
   // The pending (or bound) pod with this UID as the informer last saw it.
   std::optional<Pod> pod(const std::string& uid) const;
   std::optional<Pod> pod_by_name(const std::string& namespace_name, const std::string& name) const;
 
-  // The bind path: reserve, then confirm (via the watch) or forget.
+  // --- the store, fed by list+watch (ClusterInformers' sinks) ---
+  // A pod list begins (`consistent`: a quorum read, reflecting every write
+  // that completed before it started); items follow; at its end the pods it
+  // did not contain are gone. The same for nodes.
+  void begin_pod_list(bool consistent);
+  Status list_pod(std::string_view object_json);
+  void end_pod_list();
+  void abort_pod_list();
+  Result<std::string> pod_event(WatchEventType type, std::string_view object_json);  // its resourceVersion
+  void begin_node_list();
+  Status list_node(std::string_view object_json);
+  void end_node_list();
+  void abort_node_list();
+  Result<std::string> node_event(WatchEventType type, std::string_view object_json);
+  // Decoded objects, applied directly (snapshots and tests).
+  void apply_pod(const Pod& pod);
+  void delete_pod(const Pod& pod);
+  void apply_node(const Node& node);
+  void delete_node(const std::string& name);
+  // Standalone mode: the state is a snapshot's (nodes, pods), complete.
+  void load_snapshot(const ObjectList& list);
+
+  // --- the bind path: reserve, then confirm (via the watch) or forget ---
   Status assume(const scheduling::PodFacts& pod, scheduling::Allocation allocation, scheduling::Clock::time_point now);
   // Chooses and reserves in one step under the write lock, so two binds
   // never choose the same capacity: `choose` sees the ledger as it is and
@@ -126,8 +144,6 @@ class ClusterState {
     bool rechosen = false;  // the reservation moved to other cards
   };
   Result<CaughtUp> catch_up(const std::string& node, const std::vector<Pod>& fresh, const std::string& uid, const Chooser& choose);
-  // Standalone mode: the state is a snapshot's (nodes, pods), complete.
-  void load_snapshot(const ObjectList& list);
   bool forget(const std::string& uid);
   // The API server accepted the pod's Binding (at `when`): a consistent list
   // started later that lacks the pod proves it gone.
@@ -160,12 +176,6 @@ class ClusterState {
   // ignored; they would resurrect it, with nothing left to remove it.
   void note_gone(const std::string& uid);
 
-  // Applies decoded objects directly (the informer sinks and tests use these).
-  void apply_pod(const Pod& pod);
-  void delete_pod(const Pod& pod);
-  void apply_node(const Node& node);
-  void delete_node(const std::string& name);
-
   // Cards whose records sum past the card (two writers placed on it, or a
   // late Binding of an old leader), with the pods holding them. They take
   // nothing new until they drain; the reconciler reports them.
@@ -178,42 +188,11 @@ class ClusterState {
   // The workload seen so far: shapes of the pods in the store.
   scheduling::ShapeCounts observed_shapes() const;
 
-  const ContractNames& names() const { return options_.names; }
-  const Selection& selection() const { return selection_; }
+  const Contract& contract() const { return *contract_; }
+  const Selection& selection() const { return contract_->selection(); }
   std::chrono::milliseconds assume_ttl() const { return options_.assume_ttl; }
 
  private:
-  class PodSink : public InformerSink {
-   public:
-    explicit PodSink(ClusterState& s) : s_(s) {}
-    void begin_list(bool consistent) override;
-    Status list_item(std::string_view json) override;
-    void end_list(const std::string& rv) override;
-    void abort_list() override;
-    Result<std::string> event(WatchEventType type, std::string_view json) override;
-
-   private:
-    ClusterState& s_;
-    uint64_t generation_ = 0;  // of the list in progress: pods it contained carry it
-    bool listing_ = false;
-    bool consistent_ = false;
-    std::chrono::steady_clock::time_point started_{};
-  };
-  class NodeSink : public InformerSink {
-   public:
-    explicit NodeSink(ClusterState& s) : s_(s) {}
-    void begin_list(bool consistent) override;
-    Status list_item(std::string_view json) override;
-    void end_list(const std::string& rv) override;
-    void abort_list() override;
-    Result<std::string> event(WatchEventType type, std::string_view json) override;
-
-   private:
-    ClusterState& s_;
-    std::unordered_set<std::string> seen_;
-    bool listing_ = false;
-  };
-
   struct PodEntry {
     Pod pod;
     uint64_t listed = 0;  // generation of the last list that contained it
@@ -224,22 +203,17 @@ class ClusterState {
   PodEntry* apply_pod_locked(Pod pod);
   bool drop_locked(const std::string& uid);  // an assumed reservation and its Binding time; false if none
   void delete_pod_locked(const std::string& uid);
-  void resolve_node_locked(const std::string& node);
-  void push_effective_spec_locked(const std::string& node);
-  bool infer_locked(const std::string& uid);
+  void apply_node_locked(const Node& node);
+  void delete_node_locked(const std::string& name);
   void problem_locked(std::string object, std::string message);
 
   SyncOptions options_;
-  Selection selection_;  // what the decoders keep, from options_.names
+  std::shared_ptr<const Contract> contract_;
   mutable std::shared_mutex mu_;
-  scheduling::Ledger ledger_;
+  LedgerBuilder builder_;                                      // the ledger and the pod-to-ledger rules
   std::unordered_map<std::string, PodEntry> pods_;             // by UID
   std::unordered_map<std::string, std::string> uid_by_key_;   // namespace/name -> UID
   std::map<std::string, Node> nodes_;                          // by name
-  std::map<std::string, scheduling::NodeSpec> specs_;          // last good card description, by node
-  std::set<std::string> malformed_nodes_;                      // nodes whose current object could not be read
-  std::map<std::string, std::set<std::string>> unresolved_;    // node -> GPU pods whose cards are unknown
-  std::set<std::string> inferred_;                             // pods charged by inference
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> bound_at_;  // assumed pods whose Binding succeeded
   struct Tombstone {
     scheduling::Clock::time_point at;
@@ -250,13 +224,17 @@ class ClusterState {
   // predates a deletion the watch already applied cannot bring a pod back.
   std::deque<std::pair<scheduling::Clock::time_point, std::string>> deleted_order_;
   std::unordered_set<std::string> deleted_;
-  uint64_t current_list_generation_ = 0;              // of the pod list in progress, 0 between lists
+  // Lists in progress: pods carry the generation of the last list that
+  // contained them; nodes are collected by name.
+  uint64_t pod_list_generation_ = 0;
+  bool pod_list_consistent_ = false;
+  std::chrono::steady_clock::time_point pod_list_started_{};
+  bool pod_listing_ = false;
+  std::unordered_set<std::string> listed_nodes_;
   SyncCounters counters_;
   std::vector<SyncProblem> problems_;
   bool pods_synced_ = false;
   bool nodes_synced_ = false;
-  PodSink pod_sink_{*this};
-  NodeSink node_sink_{*this};
 };
 
 }  // namespace fracpack::k8s

@@ -3,23 +3,10 @@
 #include <cstdio>
 #include <ctime>
 
-#include "k8s/contract.h"
-#include "k8s/json_write.h"
+#include "common/json_write.h"
+#include "common/time.h"
 
 namespace fracpack::k8s {
-namespace {
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t s = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
-
 EventRecorder::EventRecorder(ClientConfig client, EventOptions options)
     : client_(std::move(client)), options_(std::move(options)), tokens_(options_.burst),
       refill_at_(std::chrono::steady_clock::now()) {}
@@ -49,8 +36,8 @@ std::string EventRecorder::event_json(const EventRef& pod, const std::string& ty
   append_json_string(out, options.component);
   out += R"(,"reportingInstance":)";
   append_json_string(out, options.instance);
-  out += R"(,"count":)" + std::to_string(count) + R"(,"firstTimestamp":")" + rfc3339(first) + R"(","lastTimestamp":")" +
-         rfc3339(last) + R"("})";
+  out += R"(,"count":)" + std::to_string(count) + R"(,"firstTimestamp":")" + format_rfc3339(first) + R"(","lastTimestamp":")" +
+         format_rfc3339(last) + R"("})";
   return out;
 }
 

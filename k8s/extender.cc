@@ -3,10 +3,9 @@
 #include <deque>
 #include <optional>
 
-#include "k8s/contract.h"
 #include "k8s/json.h"
 #include "k8s/json_stream.h"
-#include "k8s/json_write.h"
+#include "common/json_write.h"
 
 namespace fracpack::k8s {
 namespace {
@@ -453,7 +452,5 @@ std::string format_preemption_result(const std::map<std::string, MetaVictims>& v
   out += "}}";
   return out;
 }
-
-std::string format_error(std::string_view message) { return format_binding_result(message); }
 
 }  // namespace fracpack::k8s

@@ -98,6 +98,13 @@ Result<ObjectList> parse_list(std::string_view json, const Selection& selection)
 // Gives `s` the trailing capacity simdjson reads past the end of the text.
 void pad(std::string& s);
 
+// Encoders (encode.cc): what fracpack knows of an object, as JSON that the
+// decoders above read back the same; list_json wraps items in a v1 List.
+std::string node_json(const Node& node);
+std::string pod_json(const Pod& pod);
+std::string config_map_json(const ConfigMap& config_map);
+std::string list_json(const std::vector<std::string>& items);
+
 // A list's metadata (the text of its "metadata" value; "" gives empty fields).
 struct ListMeta {
   std::string resource_version;

@@ -38,4 +38,10 @@ std::vector<CardCharge> charges_of(const Allocation& allocation) {
   return app;
 }
 
+std::string card_indices_text(const Allocation& allocation) {
+  std::string out;
+  for (const CardCharge& c : charges_of(allocation)) out += (out.empty() ? "" : ",") + std::to_string(c.index);
+  return out;
+}
+
 }  // namespace fracpack::scheduling

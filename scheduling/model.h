@@ -109,5 +109,7 @@ struct CardCharge {
 
 // Charges of an allocation, sorted by card index.
 std::vector<CardCharge> charges_of(const Allocation& allocation);
+// The card indices an allocation holds, sorted and distinct, as "0,3".
+std::string card_indices_text(const Allocation& allocation);
 
 }  // namespace fracpack::scheduling

@@ -9,13 +9,18 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/auth.h"
-#include "k8s/binder.h"
-#include "k8s/contract.h"
-#include "k8s/file_io.h"
+#include "k8s/binding.h"
+#include "k8s/reconciler.h"
+#include "k8s/contract/fracpack.h"
+#include "common/file_io.h"
+#include "common/error_body.h"
 #include "k8s/extender.h"
 #include "k8s/snapshot.h"
+#include "k8s/workload_codec.h"
 #include "scheduling/policy.h"
-#include "server/api_binder.h"
+#include "server/binding_workers.h"
+#include "server/cluster_metrics.h"
+#include "server/memory_binder.h"
 #include "server/log.h"
 #include "server/snapshot_source.h"
 
@@ -28,14 +33,14 @@ std::string hostname() {
   return buf;
 }
 
-HttpResponse starting(int status, const std::string& why) { return HttpResponse{status, k8s::format_error(why)}; }
+HttpResponse starting(int status, const std::string& why) { return HttpResponse{status, error_body(why)}; }
 
 // API server trouble goes to the log as it happens (readiness says it too):
 // a line when a watch source fails with a new error, then at most one per
 // 30 s while the same error repeats; a line when a source first syncs.
 class SourceLog {
  public:
-  void report(const std::vector<SourceHealth>& sources) {
+  void report(const std::vector<k8s::SourceHealth>& sources) {
     for (const auto& h : sources) {
       Seen& s = seen_[h.resource];
       if (h.stats.synced && !s.synced) log_info("synced", {{"resource", h.resource}, {"resource_version", h.stats.resource_version}});
@@ -72,7 +77,7 @@ void tune_allocator_for_large_bodies() {
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   mode_ = options_.config.cluster.snapshot.empty() ? "kubernetes" : "snapshot";
   k8s::SyncOptions so;
-  so.names = options_.config.names;
+  so.contract = std::make_shared<k8s::FracpackContract>(options_.config.names);
   so.assume_ttl = options_.config.cluster.assume_ttl;
   state_ = std::make_unique<k8s::ClusterState>(so);
 }
@@ -111,7 +116,7 @@ Status Daemon::start() {
     auto loaded = load_snapshot_state(c, *state_);
     if (!loaded) return Error{loaded.message()};
     for (const auto& p : loaded->problems) log_warn("snapshot object skipped", {{"object", p.object}, {"reason", p.message}});
-    binder_ = std::make_unique<StateBinder>(*state_);
+    binder_ = std::make_unique<InMemoryBinder>(*state_);
     if (auto s = build_service(loaded->workload, loaded->workload_source); !s.ok()) return s;
     log_info("snapshot loaded", {{"file", c.cluster.snapshot},
                                  {"nodes", std::to_string(loaded->nodes)},
@@ -140,17 +145,10 @@ Status Daemon::start() {
     fence_ = std::make_unique<k8s::BindFence>(
         k8s::kLivePodsSelector, state_->selection(),
         c.cluster.bind_fence_read == "resourceVersion" ? k8s::BindFence::Read::kResourceVersion : k8s::BindFence::Read::kConsistent);
-    binder_ = std::make_unique<ApiBinder>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
-    k8s::InformerOptions pods;
-    pods.resource = "/api/v1/pods";
-    pods.field_selector = k8s::kLivePodsSelector;
-    k8s::InformerOptions nodes;
-    nodes.resource = "/api/v1/nodes";
-    if (options_.tune_informer) {
-      options_.tune_informer(pods);
-      options_.tune_informer(nodes);
-    }
-    pod_informer_ = std::make_unique<k8s::Informer>(*client_, pods, state_->pod_sink());
+    binder_ = std::make_unique<BindingWorkers>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
+    k8s::ClusterInformersOptions io;
+    io.tune = options_.tune_informer;
+    informers_ = std::make_unique<k8s::ClusterInformers>(*client_, *state_, io);
     metrics_.add_collector([this](std::vector<SampledFamily>& out) {
       out.push_back(SampledFamily{"fracpack_overcommitted_cards",
                                   "Cards whose allocation records, as the API server has them, sum past the card (placed by "
@@ -158,7 +156,6 @@ Status Daemon::start() {
                                   SampledFamily::Type::kGauge,
                                   {{{}, static_cast<double>(overcommitted_cards_.load())}}});
     });
-    node_informer_ = std::make_unique<k8s::Informer>(*client_, nodes, state_->node_sink());
   }
 
   http_ = std::make_unique<HttpServer>(ho, [this](HttpRequest&& r, Reply reply) { handle(std::move(r), std::move(reply)); });
@@ -181,14 +178,13 @@ Status Daemon::start() {
     metrics_http_ = std::make_unique<HttpServer>(mo, [this](HttpRequest&& r, Reply reply) {
       const std::string path(r.path());
       if (path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/version") return handle(std::move(r), std::move(reply));
-      reply(HttpResponse{404, k8s::format_error("only /healthz, /readyz, /metrics and /version are served here (metricsListen)")});
+      reply(HttpResponse{404, error_body("only /healthz, /readyz, /metrics and /version are served here (metricsListen)")});
     });
     if (auto s = metrics_http_->start(); !s.ok()) return Error{"metricsListen: " + s.message()};
     log_info("listening", {{"address", mo.address + ":" + std::to_string(metrics_http_->port())}, {"serves", "/healthz /readyz /metrics /version"}});
   }
   if (mode_ == "kubernetes") {
-    pod_thread_ = std::jthread([this](std::stop_token st) { pod_informer_->run(st); });
-    node_thread_ = std::jthread([this](std::stop_token st) { node_informer_->run(st); });
+    informers_->start();
     if (events_) events_thread_ = std::jthread([this](std::stop_token st) { events_->run(st); });
     control_thread_ = std::jthread([this](std::stop_token st) { control(st); });
   }
@@ -214,17 +210,25 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   scheduling::FitOptions fo;
   fo.check_node_resources = pc.check_node_resources;
   evaluator_ = std::make_unique<scheduling::Evaluator>(*policy_, fo);
-  ServiceOptions so;
-  so.url_prefix = options_.config.url_prefix;
+  ExtenderOptions eo;
+  eo.bind_timeout = options_.config.cluster.bind_timeout;
+  verbs_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, eo);
+  StatusOptions so;
   so.version = options_.version;
   so.mode = mode_;
+  so.policy = std::string(evaluator_->policy_name());
   so.workload = workload;
-  so.bind_timeout = options_.config.cluster.bind_timeout;
-  if (mode_ == "kubernetes") so.sources = [this] { return sources(); };
-  service_owner_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, so);
+  std::function<std::vector<k8s::SourceHealth>()> sources_fn;
+  if (mode_ == "kubernetes") sources_fn = [this] { return sources(); };
+  so.sources = sources_fn;
+  status_ = std::make_unique<StatusRoutes>(*state_, metrics_, so);
+  metrics_.add_collector([this, workload, sources_fn](std::vector<SampledFamily>& out) {
+    collect_cluster_metrics(ClusterMetricsSources{*state_, *evaluator_, workload, sources_fn}, out);
+  });
+  router_owner_ = std::make_unique<Router>(*verbs_, *status_, metrics_, options_.config.url_prefix);
   {
     std::lock_guard lock(mu_);
-    service_.store(service_owner_.get(), std::memory_order_release);
+    router_.store(router_owner_.get(), std::memory_order_release);
     serving_cv_.notify_all();
   }
   log_info("serving", {{"policy", pc.name},
@@ -233,17 +237,12 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   return Status::Ok();
 }
 
-std::vector<SourceHealth> Daemon::sources() const {
-  std::vector<SourceHealth> out;
-  if (pod_informer_) out.push_back(SourceHealth{"pods", pod_informer_->stats()});
-  if (node_informer_) out.push_back(SourceHealth{"nodes", node_informer_->stats()});
-  return out;
-}
+std::vector<k8s::SourceHealth> Daemon::sources() const { return informers_ ? informers_->health() : std::vector<k8s::SourceHealth>{}; }
 
 std::shared_ptr<const scheduling::ShapeCounts> Daemon::cluster_workload(std::string* source) {
   const config::WorkloadConfig& wc = options_.config.workload;
   if (!wc.file.empty()) {
-    auto text = k8s::read_file(wc.file);
+    auto text = read_file(wc.file);
     if (text) {
       if (auto w = k8s::parse_workload(*text)) {
         *source = wc.file;
@@ -360,7 +359,7 @@ void Daemon::report_overcommitted(k8s::ApiClient& client, std::set<std::pair<std
 }
 
 void Daemon::handle(HttpRequest&& request, Reply reply) {
-  if (ExtenderService* s = service_.load(std::memory_order_acquire)) return s->handle(std::move(request), std::move(reply));
+  if (Router* r = router_.load(std::memory_order_acquire)) return r->handle(std::move(request), std::move(reply));
   if (request.path() == "/healthz") return reply(HttpResponse{200, "ok\n", "text/plain"});
   std::string why;
   {
@@ -384,12 +383,13 @@ void Daemon::drain(std::chrono::milliseconds grace) {
   }
   if (http_) http_->drain(grace);
   if (metrics_http_) metrics_http_->drain(std::chrono::milliseconds(0));
-  for (std::jthread* t : {&control_thread_, &pod_thread_, &node_thread_, &events_thread_}) {
+  for (std::jthread* t : {&control_thread_, &events_thread_}) {
     if (t->joinable()) {
       t->request_stop();
       t->join();
     }
   }
+  if (informers_) informers_->stop();
   binder_.reset();  // pending binds fail ("shutting down") and release their reservations
   if (http_) http_->stop();
   if (metrics_http_) metrics_http_->stop();

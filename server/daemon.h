@@ -24,13 +24,16 @@
 #include "config/config.h"
 #include "k8s/api_client.h"
 #include "k8s/bind_fence.h"
+#include "k8s/cluster_informers.h"
 #include "k8s/cluster_state.h"
 #include "k8s/events.h"
-#include "k8s/informer.h"
 #include "scheduling/evaluator.h"
+#include "server/binder.h"
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/router.h"
+#include "server/status_routes.h"
 
 namespace fracpack::server {
 
@@ -63,7 +66,7 @@ class Daemon {
   uint16_t port() const;
   uint16_t metrics_port() const;  // 0 without metricsListen
   // The extender service is built (initial sync done, workload known).
-  bool serving() const { return service_.load(std::memory_order_acquire) != nullptr; }
+  bool serving() const { return router_.load(std::memory_order_acquire) != nullptr; }
   bool wait_serving(std::chrono::milliseconds timeout) const;
   // Graceful stop: no new connections, in-flight requests finish (up to
   // `grace`), then the informers and workers stop.
@@ -79,7 +82,7 @@ class Daemon {
   std::shared_ptr<const scheduling::ShapeCounts> cluster_workload(std::string* source);
   void control(std::stop_token stop);
   void report_overcommitted(k8s::ApiClient& client, std::set<std::pair<std::string, int>>& reported);
-  std::vector<SourceHealth> sources() const;
+  std::vector<k8s::SourceHealth> sources() const;
 
   DaemonOptions options_;
   std::string mode_;  // "snapshot" or "kubernetes"
@@ -87,17 +90,19 @@ class Daemon {
   std::unique_ptr<k8s::ClusterState> state_;
   std::optional<k8s::ClientConfig> client_;
   std::unique_ptr<k8s::EventRecorder> events_;
-  std::unique_ptr<k8s::Informer> pod_informer_, node_informer_;
+  std::unique_ptr<k8s::ClusterInformers> informers_;
   std::unique_ptr<k8s::BindFence> fence_;
   std::unique_ptr<scheduling::Policy> policy_;
   std::unique_ptr<scheduling::Evaluator> evaluator_;
   std::unique_ptr<Binder> binder_;
-  std::unique_ptr<ExtenderService> service_owner_;
-  std::atomic<ExtenderService*> service_{nullptr};
+  std::unique_ptr<ExtenderService> verbs_;
+  std::unique_ptr<StatusRoutes> status_;
+  std::unique_ptr<Router> router_owner_;
+  std::atomic<Router*> router_{nullptr};
   std::atomic<size_t> overcommitted_cards_{0};  // confirmed by the last reconciler pass
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // metricsListen: probes and /metrics only
-  std::jthread pod_thread_, node_thread_, events_thread_, control_thread_;
+  std::jthread events_thread_, control_thread_;
   mutable std::mutex mu_;
   mutable std::condition_variable_any serving_cv_;
   std::string startup_error_;  // why the service could not be built (shown by /readyz)

@@ -1,6 +1,6 @@
 #include "server/http_server.h"
 
-#include "k8s/extender.h"
+#include "common/error_body.h"
 
 #include <sys/stat.h>
 
@@ -276,7 +276,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       server_->handler(std::move(req), reply);
     } catch (const std::exception& e) {
       // A handler bug must cost one request, never the process.
-      reply(HttpResponse{500, k8s::format_error(std::string("internal error: ") + e.what())});
+      reply(HttpResponse{500, error_body(std::string("internal error: ") + e.what())});
     }
   }
 

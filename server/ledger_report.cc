@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "k8s/json_write.h"
+#include "common/json_write.h"
 #include "scheduling/fragmentation.h"
 
 namespace fracpack::server {
 
-using k8s::append_json_field;
-using k8s::append_json_number;
 
 std::string ledger_report_json(const scheduling::Ledger& ledger, const scheduling::ShapeCounts* workload) {
   std::string out = "{\"nodes\":[";
@@ -48,7 +46,7 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
           if (c.index != card.index) continue;
           if (!first_pod) out.push_back(',');
           first_pod = false;
-          k8s::append_json_string(out, r->key);
+          append_json_string(out, r->key);
         }
       }
       out += "]}";

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "k8s/json_write.h"
+#include "common/json_write.h"
 
 namespace fracpack::server {
 namespace {
@@ -96,16 +96,16 @@ std::string format_log(LogFormat format, std::string_view time, LogLevel level, 
   out.reserve(96 + message.size());
   if (format == LogFormat::kJson) {
     out += "{\"time\":";
-    k8s::append_json_string(out, time);
+    append_json_string(out, time);
     out += ",\"level\":\"";
     out += level_name(level);
     out += "\",\"msg\":";
-    k8s::append_json_string(out, message);
+    append_json_string(out, message);
     for (const auto& [k, v] : fields) {
       out.push_back(',');
-      k8s::append_json_string(out, k);
+      append_json_string(out, k);
       out.push_back(':');
-      k8s::append_json_string(out, v);
+      append_json_string(out, v);
     }
     out.push_back('}');
     return out;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/file_io.h"
+#include "common/file_io.h"
 #include "scheduling/result.h"
 
 namespace fracpack::cli {
@@ -32,8 +32,8 @@ class Args {
 };
 
 // Whole files (the error names the path).
-using k8s::read_file;
-using k8s::write_file;
+using fracpack::read_file;
+using fracpack::write_file;
 
 // "42-51" or "42,43,50" or "42".
 Result<std::vector<int64_t>> parse_seed_list(const std::string& text);

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "k8s/api_client.h"
 #include "k8s/cluster_state.h"
+#include "k8s/contract/fracpack.h"
 #include "server/cmd/args.h"
 #include "server/cmd/commands.h"
 #include "server/ledger_report.h"
@@ -156,7 +157,7 @@ Result<std::string> snapshot_ledger(const Args& args) {
   c.cluster.snapshot = *args.get("snapshot");
   c.cluster.kubeconfig.clear();
   k8s::SyncOptions so;
-  so.names = c.names;
+  so.contract = std::make_shared<k8s::FracpackContract>(c.names);
   k8s::ClusterState state(so);
   auto loaded = server::load_snapshot_state(c, state);
   if (!loaded) return Error{loaded.message()};

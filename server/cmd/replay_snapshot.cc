@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
 #include "scheduling/policy.h"
 #include "scheduling/replay/sequence.h"
@@ -58,33 +59,34 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
 
   auto text = read_file(path);
   if (!text) return fail(text.message());
-  const k8s::ContractNames names;
-  auto state = k8s::read_snapshot(*text, names, args->get_or("scheduler-name", ""));
-  if (!state) return fail(path + ": " + state.message());
-  for (const auto& p : state->problems) std::cerr << "fracpack: " << path << ": " << p.message << "\n";
+  const k8s::FracpackContract contract;
+  auto list = k8s::parse_snapshot(std::move(*text), contract);
+  if (!list) return fail(path + ": " + list.message());
+  auto state = k8s::read_snapshot(*list, contract, args->get_or("scheduler-name", ""));
+  for (const auto& p : state.problems) std::cerr << "fracpack: " << path << ": " << p.message << "\n";
 
-  auto workload = std::make_shared<scheduling::ShapeCounts>(state->workload ? *state->workload : state->shapes);
+  auto workload = std::make_shared<scheduling::ShapeCounts>(state.workload ? *state.workload : state.shapes);
   const scheduling::Workload metric = scheduling::Workload::typical(*workload);
   std::vector<std::string> order;
-  for (const auto& n : state->nodes) order.push_back(n.name);
+  for (const auto& n : state.nodes) order.push_back(n.name);
   int64_t arrived_before = 0;
-  for (const auto& b : state->bound) arrived_before += b.gpu_demand;
+  for (const auto& b : state.bound) arrived_before += b.gpu_demand;
 
   nlohmann::json doc;
   doc["snapshot"] = path;
-  doc["nodes"] = state->nodes.size();
-  doc["bound_pods"] = state->bound.size();
-  doc["pending_pods"] = state->pending.size();
-  doc["workload_source"] = state->workload ? "configmap" : "snapshot pods";
+  doc["nodes"] = state.nodes.size();
+  doc["bound_pods"] = state.bound.size();
+  doc["pending_pods"] = state.pending.size();
+  doc["workload_source"] = state.workload ? "configmap" : "snapshot pods";
   doc["problems"] = nlohmann::json::array();
-  for (const auto& p : state->problems) doc["problems"].push_back({{"object", p.object}, {"message", p.message}});
+  for (const auto& p : state.problems) doc["problems"].push_back({{"object", p.object}, {"message", p.message}});
   doc["summary"] = nlohmann::json::array();
   doc["runs"] = nlohmann::json::array();
   int64_t total_gpus = 0;
   std::vector<std::pair<std::string, replay::SequenceResult>> runs;
   for (const auto& policy_name : policies) {
     scheduling::Ledger ledger;
-    k8s::load_ledger(*state, ledger);
+    k8s::load_ledger(state, ledger);
     scheduling::PolicyOptions po;
     po.workload = workload;
     po.seed = static_cast<uint64_t>((*seeds)[0]);
@@ -95,7 +97,7 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
     so.fit.check_node_resources = true;
     so.record_placements = true;
     so.explain_failures = true;
-    replay::SequenceResult r = replay::place_in_order(ledger, order, **policy, state->pending, metric, so, arrived_before);
+    replay::SequenceResult r = replay::place_in_order(ledger, order, **policy, state.pending, metric, so, arrived_before);
     total_gpus = r.capacity_milli / 1000;
     const double alloc = r.capacity_milli > 0 ? 100.0 * static_cast<double>(r.used_gpu_milli) / static_cast<double>(r.capacity_milli) : 0;
     const double idle = static_cast<double>(r.capacity_milli - r.used_gpu_milli);
@@ -133,8 +135,8 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
     return 0;
   }
   std::printf("snapshot %s: %zu nodes (%lld GPUs), %zu bound pods, %zu pending pods, %zu problem(s); workload from %s\n",
-              path.c_str(), state->nodes.size(), static_cast<long long>(total_gpus), state->bound.size(),
-              state->pending.size(), state->problems.size(), state->workload ? "the ConfigMap" : "the snapshot's pods");
+              path.c_str(), state.nodes.size(), static_cast<long long>(total_gpus), state.bound.size(),
+              state.pending.size(), state.problems.size(), state.workload ? "the ConfigMap" : "the snapshot's pods");
   std::printf("%-14s %8s %8s %9s %9s %10s %9s\n", "policy", "placed", "failed", "alloc%", "frag%", "frag%idle", "seconds");
   for (const auto& s : doc["summary"]) {
     std::printf("%-14s %8zu %8zu %9.2f %9.2f %10.2f %9.3f\n", s["policy"].get<std::string>().c_str(),

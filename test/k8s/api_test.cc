@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/auth.h"
-#include "k8s/binder.h"
+#include "k8s/binding.h"
+#include "k8s/contract/fracpack.h"
+#include "k8s/reconciler.h"
 #include "k8s/events.h"
 #include "test/k8s/cluster_harness.h"
 
@@ -35,19 +37,19 @@ TEST(Binder, BindsWithAnnotationsAtomicallyAndIsIdempotent) {
   s.create("pods", pod_object({"p", "default", "", "Pending", {{"fracpack.io/gpu", "1"}}, {}}));
   k8s::ApiClient api(client_for(s));
   auto t = target(s, "p", "n1");
-  auto r = k8s::bind_pod(api, t);
+  auto r = k8s::post_binding(api, t);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(*r, k8s::BindOutcome::kBound);
   json pod = json::parse(*s.get("pods", "default", "p"));
   EXPECT_EQ(pod["spec"]["nodeName"], "n1");
   EXPECT_EQ(pod["metadata"]["annotations"]["fracpack.io/gpu-indices"], "1");
   // A retry after a lost answer: 409 naming the same node is success.
-  auto again = k8s::bind_pod(api, t);
+  auto again = k8s::post_binding(api, t);
   ASSERT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(*again, k8s::BindOutcome::kAlreadyBound);
   // Another node: the API server's message.
   t.node = "n2";
-  auto other = k8s::bind_pod(api, t);
+  auto other = k8s::post_binding(api, t);
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.message().find("is already assigned to node \"n1\""), std::string::npos) << other.message();
 }
@@ -58,36 +60,36 @@ TEST(Binder, FailuresCarryTheApiServersMessage) {
   k8s::ApiClient api(client_for(s));
   auto t = target(s, "p", "n1");
   t.uid = "someone-else";
-  auto r = k8s::bind_pod(api, t);
+  auto r = k8s::post_binding(api, t);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("Precondition failed: UID in precondition"), std::string::npos) << r.message();
 
   auto missing = target(s, "p", "n1");
   missing.name = "ghost";
-  r = k8s::bind_pod(api, missing);
+  r = k8s::post_binding(api, missing);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("pods \"ghost\" not found"), std::string::npos) << r.message();
 
   s.faults().conflict_bindings = 1;
-  r = k8s::bind_pod(api, target(s, "p", "n1"));
+  r = k8s::post_binding(api, target(s, "p", "n1"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("409"), std::string::npos) << r.message();
 
   s.faults().fail_bindings = 1;
-  r = k8s::bind_pod(api, target(s, "p", "n1"));
+  r = k8s::post_binding(api, target(s, "p", "n1"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("injected failure"), std::string::npos) << r.message();
   EXPECT_FALSE(json::parse(*s.get("pods", "default", "p"))["spec"].contains("nodeName"));
 
   // Applied, but the answer is lost: the GET shows it there.
   s.faults().drop_binding_response = 1;
-  r = k8s::bind_pod(api, target(s, "p", "n1"));
+  r = k8s::post_binding(api, target(s, "p", "n1"));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(*r, k8s::BindOutcome::kAlreadyBound);
 }
 
 TEST(Binder, BindingBodyFollowsTheReference) {
-  k8s::BindTarget t{"ml", "train-0", "u-1", "node-a", {{"example.com/gpu-ids", "0,1"}}};
+  k8s::BindTarget t{"ml", "train-0", "u-1", "node-a", {{"example.com/gpu-ids", "0,1"}}, {}};
   EXPECT_EQ(k8s::binding_json(t),
             R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"train-0","namespace":"ml","uid":"u-1",)"
             R"("annotations":{"example.com/gpu-ids":"0,1"}},"target":{"apiVersion":"v1","kind":"Node","name":"node-a"}})");
@@ -344,15 +346,15 @@ TEST(Reconciler, EventsOlderThanAProvenDeletionAreIgnored) {
   auto held = [&] { return state.read([](const scheduling::Ledger& l) { return l.node("n1")->use()[0].cores; }); };
   EXPECT_EQ(held(), 0);
   // Now the lagging watch: the bind, then a stale list still showing it.
-  ASSERT_TRUE(state.pod_sink().event(k8s::WatchEventType::kModified, bound.dump()).ok());
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, bound.dump()).ok());
   EXPECT_EQ(held(), 0) << "the bind predates the proven deletion";
   EXPECT_EQ(state.counters().stale_events, 1u);
-  state.pod_sink().begin_list(false);
-  ASSERT_TRUE(state.pod_sink().list_item(bound.dump()).ok());
-  state.pod_sink().end_list("1");
+  state.begin_pod_list(false);
+  ASSERT_TRUE(state.list_pod(bound.dump()).ok());
+  state.end_pod_list();
   EXPECT_EQ(held(), 0) << "a stale list does not resurrect it either";
   // The deletion arrives: the tombstone goes; a list without the pod also clears it.
-  ASSERT_TRUE(state.pod_sink().event(k8s::WatchEventType::kDeleted, bound.dump()).ok());
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kDeleted, bound.dump()).ok());
   EXPECT_EQ(held(), 0);
   EXPECT_EQ(state.counters().stale_events, 2u);
 }

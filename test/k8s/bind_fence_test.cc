@@ -10,8 +10,9 @@
 #include <thread>
 
 #include "k8s/bind_fence.h"
-#include "k8s/binder.h"
-#include "k8s/contract.h"
+#include "k8s/binding.h"
+#include "k8s/reconciler.h"
+#include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
 #include "test/k8s/cluster_harness.h"
 
@@ -64,7 +65,7 @@ Result<k8s::ClusterState::CaughtUp> reserve_and_catch_up(k8s::ClusterState& stat
 }
 
 TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   // Another writer put half a card on card 0 and a whole card 1 in use.
   auto r = reserve_and_catch_up(state, 2, {decoded(bound_pod("other", "n1", 0)), decoded(bound_pod("whole", "n1", 1, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
@@ -82,7 +83,7 @@ TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods)
 }
 
 TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   auto r = reserve_and_catch_up(state, 2, {decoded(bound_pod("other", "n1", 0, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->rechosen);
@@ -95,7 +96,7 @@ TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
 }
 
 TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   auto r = reserve_and_catch_up(state, 1, {decoded(bound_pod("other", "n1", 0, 100, 16384))});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("bound by another scheduler"), std::string::npos) << r.message();
@@ -112,7 +113,7 @@ TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
 // scheduler bound there; the second one's fence then finds nothing new, but
 // its reservation no longer fits beside that pod and must move.
 TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheckedToo) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   state.apply_node(node("n1", 2));
   reserve(state, "first", "n1", 1);
   reserve(state, "second", "n1", 0);
@@ -131,7 +132,7 @@ TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheck
 // The API server shows the pod being bound already bound here, with
 // another replica's cards: those are what it holds.
 TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   state.apply_node(node("n1", 2));
   reserve(state, "u-mine", "n1", 0);
   auto r = state.catch_up("n1", {decoded(bound_pod("mine", "n1", 1))}, "u-mine", [](const Ledger&) -> Result<Allocation> {
@@ -148,7 +149,7 @@ TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
 }
 
 TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   state.apply_node(node("n1", 2));
   state.apply_pod(decoded(bound_pod("seen", "n1", 1)));
   reserve(state, "mine", "n1", 0);
@@ -166,7 +167,7 @@ TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
 // A read may predate a deletion the watch has already applied: the pod must
 // not come back (nothing would ever remove it again).
 TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   state.apply_node(node("n1", 2));
   const k8s::Pod gone = decoded(bound_pod("gone", "n1", 0, 100, 16384));
   state.apply_pod(gone);
@@ -179,7 +180,7 @@ TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
 }
 
 TEST(ClusterStateCatchUp, AReservationReleasedMeanwhileIsNotBound) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   state.apply_node(node("n1", 2));
   auto r = state.catch_up("n1", {}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
   ASSERT_FALSE(r.ok());
@@ -284,7 +285,7 @@ TEST_F(BindFenceTest, FailsWithTheReasonWhenTheApiServerCannotAnswerInTime) {
 // A ledger that still holds a pod the API server has deleted (its watch is
 // late) holds more than it should, but nothing is double-booked: no report.
 TEST_F(BindFenceTest, TheReconcilerReportsOnlyOverCommitsTheApiServerConfirms) {
-  k8s::ClusterState state({kNames, 30s});
+  k8s::ClusterState state({nullptr, 30s});
   state.apply_node(node("n1", 2));
   state.apply_pod(decoded(*server_.get("pods", "default", "a")));
   const std::string late = bound_pod("late", "n1", 0, 75, 4096);  // with a: 1250 milli on card 0

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 
 namespace fracpack::testing {
 
@@ -49,27 +49,49 @@ std::string allocation_annotation(const std::string& node, const std::vector<std
   return k8s::format_allocation(a);
 }
 
-AnnotatedUse annotated_use(const FakeApiServer& server) {
-  AnnotatedUse out;
-  const k8s::ContractNames names;
+const k8s::Contract& fracpack_contract() {
+  static const k8s::FracpackContract contract;
+  return contract;
+}
+
+std::vector<RecordedPod> recorded_pods(const FakeApiServer& server, const k8s::Contract& contract) {
+  std::map<std::string, std::optional<scheduling::NodeSpec>> specs;
+  for (const auto& text : server.list("nodes")) {
+    auto node = k8s::parse_node(text, contract.selection());
+    if (!node) continue;
+    auto spec = contract.node_spec(*node);
+    specs[node->meta.name] = spec ? std::optional<scheduling::NodeSpec>(std::move(*spec)) : std::nullopt;
+  }
+  std::vector<RecordedPod> out;
   for (const auto& text : server.list("pods")) {
-    auto pod = k8s::parse_pod(text, names.selection());
-    if (!pod || pod->node_name.empty() || pod->terminal() || !k8s::requests_gpu(*pod, names)) continue;
-    const std::string* rec = pod->meta.annotation(names.allocation);
-    if (rec == nullptr) {
-      out.unrecorded.push_back(pod->key());
+    auto pod = k8s::parse_pod(text, contract.selection());
+    if (!pod || pod->node_name.empty() || pod->terminal()) continue;
+    auto spec = specs.find(pod->node_name);
+    const scheduling::NodeSpec* node = spec != specs.end() && spec->second ? &*spec->second : nullptr;
+    k8s::RecordedAllocation record = contract.recorded_allocation(*pod, node);
+    auto request = contract.pod_request(*pod);
+    out.push_back(RecordedPod{std::move(*pod), std::move(request), std::move(record)});
+  }
+  return out;
+}
+
+AnnotatedUse annotated_use(const FakeApiServer& server, const k8s::Contract& contract) {
+  AnnotatedUse out;
+  for (const RecordedPod& p : recorded_pods(server, contract)) {
+    if (!contract.requests_gpu(p.pod)) continue;
+    if (p.record.kind == k8s::RecordedAllocation::Kind::kNone) {
+      out.unrecorded.push_back(p.pod.key());
       continue;
     }
-    auto a = k8s::parse_allocation(*rec);
-    if (!a || a->node != pod->node_name) {
-      out.bad_records.push_back(pod->key());
+    if (p.record.kind != k8s::RecordedAllocation::Kind::kAllocation) {
+      out.bad_records.push_back(p.pod.key());
       continue;
     }
-    for (const auto& c : scheduling::charges_of(*a)) {
-      AnnotatedCard& card = out.cards[{pod->node_name, c.index}];
+    for (const auto& c : scheduling::charges_of(p.record.allocation)) {
+      AnnotatedCard& card = out.cards[{p.pod.node_name, c.index}];
       card.cores_milli += c.cores;
       card.memory_mib += c.memory_mib;
-      card.pods.push_back(pod->key());
+      card.pods.push_back(p.pod.key());
     }
   }
   return out;
@@ -96,7 +118,7 @@ k8s::InformerOptions fast_informer(const std::string& resource, const std::strin
 namespace {
 
 std::string describe_pod(std::string_view text) {
-  auto pod = k8s::parse_pod(text, k8s::ContractNames{}.selection());
+  auto pod = k8s::parse_pod(text, fracpack_contract().selection());
   if (!pod) return "(undecodable)";
   return pod->meta.name + " rv " + pod->meta.resource_version + " " + pod->phase + " on '" + pod->node_name + "'";
 }
@@ -153,25 +175,23 @@ Cluster::~Cluster() { stop(); }
 
 void Cluster::start(k8s::ClientConfig client) {
   stop();
+  informers_.reset();
   state_ = std::make_unique<k8s::ClusterState>(k8s::SyncOptions{});
-  pods_.reset();
-  pod_trace_ = std::make_unique<TracingSink>(state_->pod_sink());
-  pods_ = std::make_unique<k8s::Informer>(client, fast_informer("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
-                                          *pod_trace_, 1);
-  nodes_ = std::make_unique<k8s::Informer>(client, fast_informer("/api/v1/nodes"), state_->node_sink(), 2);
-  pod_thread_ = std::jthread([this](std::stop_token st) { pods_->run(st); });
-  node_thread_ = std::jthread([this](std::stop_token st) { nodes_->run(st); });
+  k8s::ClusterInformersOptions o;
+  o.tune = [](k8s::InformerOptions& io) { io = fast_informer(io.resource, io.field_selector); };
+  o.wrap_pod_sink = [this](k8s::InformerSink& inner) {
+    auto trace = std::make_unique<TracingSink>(inner);
+    pod_trace_ = trace.get();
+    return trace;
+  };
+  o.pod_seed = 1;
+  o.node_seed = 2;
+  informers_ = std::make_unique<k8s::ClusterInformers>(client, *state_, o);
+  informers_->start();
 }
 
 void Cluster::stop() {
-  if (pod_thread_.joinable()) {
-    pod_thread_.request_stop();
-    pod_thread_.join();
-  }
-  if (node_thread_.joinable()) {
-    node_thread_.request_stop();
-    node_thread_.join();
-  }
+  if (informers_) informers_->stop();
 }
 
 bool Cluster::wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -195,35 +215,31 @@ std::string Cluster::wait_consistent(std::chrono::milliseconds timeout) {
 }
 
 std::string compare_ledger(const FakeApiServer& server, const k8s::ClusterState& state) {
-  const k8s::ContractNames names;
-  // Expected card usage per node from the pods' annotations.
+  const k8s::Contract& contract = state.contract();
+  // Expected card usage per node from the pods' records.
   std::map<std::string, std::map<int, scheduling::CardUse>> cards;
   std::map<std::string, int64_t> cpu;
   std::map<std::string, scheduling::Allocation> pods;
-  for (const std::string& text : server.list("pods")) {
-    auto pod = k8s::parse_pod(text, names.selection());
-    if (!pod) return "cannot decode a pod: " + pod.message();
-    if (pod->terminal() || pod->node_name.empty()) continue;
-    auto req = k8s::pod_request(*pod, names);
-    if (!req) continue;
-    scheduling::Allocation a{pod->node_name, {}};
-    if (const std::string* rec = pod->meta.annotation(names.allocation)) {
-      auto parsed = k8s::parse_allocation(*rec);
-      if (!parsed) return "pod " + pod->key() + ": bad record in the test data";
-      a = *parsed;
+  for (const RecordedPod& p : recorded_pods(server, contract)) {
+    if (!p.request) continue;
+    scheduling::Allocation a{p.pod.node_name, {}};
+    if (p.record.kind == k8s::RecordedAllocation::Kind::kAllocation) {
+      a = p.record.allocation;
+    } else if (p.record.kind != k8s::RecordedAllocation::Kind::kNone) {
+      return "pod " + p.pod.key() + ": bad record in the test data";
     }
     for (const auto& c : scheduling::charges_of(a)) {
-      auto& u = cards[pod->node_name][c.index];
+      auto& u = cards[p.pod.node_name][c.index];
       u.memory_mib += c.memory_mib;
       u.cores += c.cores;
       u.sharers += 1;
     }
-    cpu[pod->node_name] += req->cpu_milli;
-    pods[pod->meta.uid] = a;
+    cpu[p.pod.node_name] += p.request->cpu_milli;
+    pods[p.pod.meta.uid] = a;
   }
   std::set<std::string> nodes;
   for (const std::string& text : server.list("nodes")) {
-    auto node = k8s::parse_node(text, names.selection());
+    auto node = k8s::parse_node(text, contract.selection());
     if (!node) return "cannot decode a node: " + node.message();
     nodes.insert(node->meta.name);
   }

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/cluster_informers.h"
 #include "k8s/cluster_state.h"
 #include "k8s/informer.h"
 #include "test/k8s/fake_apiserver.h"
@@ -53,7 +54,17 @@ struct AnnotatedUse {
   std::vector<std::string> unrecorded;   // bound GPU pods without a record
   std::vector<std::string> bad_records;  // pods whose record is malformed or names another node
 };
-AnnotatedUse annotated_use(const FakeApiServer& server);
+const k8s::Contract& fracpack_contract();  // the fracpack contract, default names
+AnnotatedUse annotated_use(const FakeApiServer& server, const k8s::Contract& contract = fracpack_contract());
+
+// The server's bound, live pods with what their records say, read as the
+// contract reads them (with their node's cards).
+struct RecordedPod {
+  k8s::Pod pod;
+  Result<scheduling::PodRequest> request;
+  k8s::RecordedAllocation record;
+};
+std::vector<RecordedPod> recorded_pods(const FakeApiServer& server, const k8s::Contract& contract);
 
 k8s::ClientConfig client_for(const FakeApiServer& server);
 k8s::InformerOptions fast_informer(const std::string& resource, const std::string& field_selector = "");
@@ -90,10 +101,10 @@ class Cluster {
   void start(k8s::ClientConfig client);
   void start() { start(client_for(*server_)); }
   void stop();
-  k8s::InformerStats pod_stats() const { return pods_->stats(); }
+  k8s::InformerStats pod_stats() const { return informers_->pod_stats(); }
   // What the pod informer delivered about this pod (see TracingSink).
   std::string pod_trace(const std::string& name) const { return pod_trace_ ? pod_trace_->about(name) : ""; }
-  k8s::InformerStats node_stats() const { return nodes_->stats(); }
+  k8s::InformerStats node_stats() const { return informers_->node_stats(); }
 
   // Polls `pred` until true or the timeout.
   static bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(10));
@@ -104,9 +115,8 @@ class Cluster {
  private:
   std::unique_ptr<FakeApiServer> server_;
   std::unique_ptr<k8s::ClusterState> state_;
-  std::unique_ptr<TracingSink> pod_trace_;
-  std::unique_ptr<k8s::Informer> pods_, nodes_;
-  std::jthread pod_thread_, node_thread_;
+  TracingSink* pod_trace_ = nullptr;  // owned by the informers
+  std::unique_ptr<k8s::ClusterInformers> informers_;
 };
 
 // "" if the ledger's cards, CPU and pods equal what the server's pods say

@@ -29,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time.h"
+
 namespace fracpack::testing {
 
 namespace asio = boost::asio;
@@ -43,14 +45,7 @@ namespace {
 
 constexpr auto kTuple = asio::as_tuple(use_awaitable);
 
-std::string now_rfc3339() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string now_rfc3339() { return format_rfc3339(std::chrono::system_clock::now()); }
 
 // The fields selectors and routing look at, kept beside the JSON text.
 struct Fields {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <random>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "test/k8s/cluster_harness.h"
 
 namespace fracpack::testing {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 
 namespace fracpack::k8s {
 namespace {

@@ -9,8 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "k8s/binder.h"
-#include "k8s/contract.h"
+#include "k8s/binding.h"
+#include "k8s/reconciler.h"
+#include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
 #include "test/k8s/cluster_harness.h"
 
@@ -96,7 +97,7 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
       ++created;
       live.push_back(name);
       auto pod = k8s::parse_pod(stored.dump(), names.selection());
-      auto req = k8s::pod_request(*pod, names);
+      auto req = k8s::FracpackContract(names).pod_request(*pod);
       ASSERT_TRUE(req.ok()) << req.message();
       // Choose: the first node (random order) that fits, in the ledger as it is.
       std::vector<int> order(kNodes);
@@ -127,8 +128,8 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
         continue;
       }
       k8s::BindTarget t{"default", name, req->uid, chosen->node,
-                        {{names.allocation, k8s::format_allocation(*chosen)}, {names.indices, k8s::format_indices(*chosen)}}};
-      auto r = k8s::bind_pod(api, t);
+                        {{names.allocation, k8s::format_allocation(*chosen)}, {names.indices, k8s::format_indices(*chosen)}}, {}};
+      auto r = k8s::post_binding(api, t);
       if (r.ok()) {
         c.state().note_bound(req->uid);
         ++bound;

@@ -16,7 +16,7 @@
 #include <set>
 
 #include "config/config.h"
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/objects.h"
 #include "test/manifests/chart_renderer.h"
 #include "test/testlib.h"
@@ -629,8 +629,9 @@ TEST(Manifests, ExamplePodsAreAcceptedByTheContractAndUseTheProfile) {
     std::string text = to_json(p).dump();
     auto pod = k8s::parse_pod(text, cfg.fracpack->names.selection());
     ASSERT_TRUE(pod) << name << ": " << pod.message();
-    EXPECT_TRUE(k8s::requests_gpu(*pod, cfg.fracpack->names)) << name;
-    auto req = k8s::pod_request(*pod, cfg.fracpack->names);
+    const k8s::FracpackContract contract(cfg.fracpack->names);
+    EXPECT_TRUE(contract.requests_gpu(*pod)) << name;
+    auto req = contract.pod_request(*pod);
     ASSERT_TRUE(req) << name << ": " << req.message();
     requests[name] = *req;
   }

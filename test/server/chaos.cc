@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/objects.h"
 #include "scheduling/fit.h"
 #include "test/server/server_fixture.h"

@@ -11,8 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
+#include "server/cmd/convert_openb.h"
 #include "scheduling/go_rand.h"
 #include "scheduling/replay/experiment.h"
 #include "scheduling/replay/openb.h"
@@ -36,12 +37,15 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
   }
   const auto setup = replay::prepare_experiment(*replay::parse_openb_nodes(*nodes_csv), *replay::parse_openb_pods(*pods_csv), eo);
   const k8s::ContractNames names;
-  auto snapshot = k8s::openb_snapshot_json(setup, names, 42);
+  auto snapshot = cli::openb_snapshot_json(setup, names, 42);
   ASSERT_TRUE(snapshot) << snapshot.message();
 
   // The replay: what `fracpack replay snapshot --policy fracpack` computes.
-  auto st = k8s::read_snapshot(*snapshot, names);
-  ASSERT_TRUE(st) << st.message();
+  const k8s::FracpackContract contract(names);
+  auto list = k8s::parse_snapshot(*snapshot, contract);
+  ASSERT_TRUE(list) << list.message();
+  const k8s::SnapshotState state = k8s::read_snapshot(*list, contract);
+  const k8s::SnapshotState* st = &state;
   ASSERT_TRUE(st->workload);
   scheduling::Ledger ledger;
   k8s::load_ledger(*st, ledger);

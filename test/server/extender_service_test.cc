@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
 #include "test/server/server_fixture.h"
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
 #include "test/k8s/fake_apiserver.h"
 #include "test/server/server_fixture.h"
@@ -278,12 +279,14 @@ TEST(Service, MetricsVersionAndDebugEndpoints) {
   // /debug/snapshot is a snapshot replay reads: the bound pod with its record.
   auto snap = http_get(s.url(), "/debug/snapshot");
   ASSERT_EQ(snap.status, 200);
-  auto read = k8s::read_snapshot(snap.body, k8s::ContractNames{});
-  ASSERT_TRUE(read) << read.message();
-  EXPECT_EQ(read->nodes.size(), 1u);
-  ASSERT_EQ(read->bound.size(), 1u);
-  EXPECT_EQ(read->bound[0].allocation.node, "n1");
-  EXPECT_TRUE(read->problems.empty());
+  const k8s::FracpackContract contract;
+  auto list = k8s::parse_snapshot(snap.body, contract);
+  ASSERT_TRUE(list) << list.message();
+  const k8s::SnapshotState read = k8s::read_snapshot(*list, contract);
+  EXPECT_EQ(read.nodes.size(), 1u);
+  ASSERT_EQ(read.bound.size(), 1u);
+  EXPECT_EQ(read.bound[0].allocation.node, "n1");
+  EXPECT_TRUE(read.problems.empty());
 }
 
 }  // namespace

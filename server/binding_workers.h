@@ -17,16 +17,16 @@
 #include "k8s/api_client.h"
 #include "k8s/bind_fence.h"
 #include "k8s/events.h"
-#include "server/extender_service.h"
+#include "server/binder.h"
 #include "server/metrics.h"
 
 namespace fracpack::server {
 
-class ApiBinder final : public Binder {
+class BindingWorkers final : public Binder {
  public:
   // `events` may be null; `fence` may be null (no fence: a single writer).
-  ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics);
-  ~ApiBinder() override;  // pending binds fail with "shutting down"
+  BindingWorkers(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics);
+  ~BindingWorkers() override;  // pending binds fail with "shutting down"
   void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
 
  private:

@@ -1,9 +1,9 @@
-#include "k8s/file_io.h"
+#include "common/file_io.h"
 
 #include <fstream>
 #include <sstream>
 
-namespace fracpack::k8s {
+namespace fracpack {
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -23,4 +23,4 @@ Status write_file(const std::string& path, const std::string& content) {
   return Status::Ok();
 }
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

@@ -1,4 +1,4 @@
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +6,7 @@ namespace fracpack::k8s {
 namespace {
 
 const ContractNames kNames;
+const FracpackContract kContract(kNames);
 
 // A pod from JSON text, decoded as the informer does.
 Pod pod_from(const std::string& json) {
@@ -25,7 +26,7 @@ std::string pod_json(const std::string& limits, const std::string& annotations =
 }
 
 Result<scheduling::PodRequest> request(const std::string& limits, const std::string& annotations = "") {
-  return pod_request(pod_from(pod_json(limits, annotations)), kNames);
+  return kContract.pod_request(pod_from(pod_json(limits, annotations)));
 }
 
 TEST(Contract, ShareRequests) {
@@ -96,11 +97,11 @@ TEST(Contract, BadValuesNameThePodContainerAndField) {
 TEST(Contract, RequestsMustEqualLimits) {
   auto p = pod_from(
       R"({"metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"c","resources":{"requests":{"fracpack.io/gpu":"1"},"limits":{"fracpack.io/gpu":"2"}}}]}})");
-  auto r = pod_request(p, kNames);
+  auto r = kContract.pod_request(p);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("must equal resources.limits"), std::string::npos) << r.message();
   p = pod_from(R"({"metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"c","resources":{"requests":{"fracpack.io/gpu":"1"}}}]}})");
-  r = pod_request(p, kNames);
+  r = kContract.pod_request(p);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("a limit must be set"), std::string::npos) << r.message();
 }
@@ -132,7 +133,7 @@ TEST(Contract, EffectivePodRequestFollowsKubernetes) {
     "containers":[{"name":"a","resources":{"requests":{"cpu":"1","memory":"1Gi"}}},
                   {"name":"b","resources":{"requests":{"cpu":"2"},"limits":{"fracpack.io/gpu-cores":"20"}}}],
     "overhead":{"cpu":"250m"}}})");
-  auto r = pod_request(p, kNames);
+  auto r = kContract.pod_request(p);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->cpu_milli, 4750);
   EXPECT_EQ(r->memory_bytes, int64_t{1} << 30);
@@ -141,7 +142,7 @@ TEST(Contract, EffectivePodRequestFollowsKubernetes) {
   EXPECT_EQ(r->containers[0].name, "init");
   EXPECT_EQ(r->containers[0].cores, 300);
   EXPECT_FALSE(r->containers[1].init);
-  EXPECT_TRUE(requests_gpu(p, kNames));
+  EXPECT_TRUE(kContract.requests_gpu(p));
 }
 
 std::string node_json(const std::string& labels, const std::string& annotations) {
@@ -153,7 +154,7 @@ Result<scheduling::NodeSpec> node(const std::string& labels, const std::string& 
   auto n = parse_node(node_json(labels, annotations), kNames.selection());
   EXPECT_TRUE(n.ok()) << (n.ok() ? "" : n.message());
   if (!n.ok()) return n.error();
-  return node_spec(*n, kNames);
+  return kContract.node_spec(*n);
 }
 
 TEST(Contract, NodeFromDeviceAnnotation) {
@@ -209,7 +210,7 @@ TEST(Contract, BadNodesNameTheNodeAndField) {
   }
   auto bad_cpu = parse_node(R"({"metadata":{"name":"n2"},"status":{"allocatable":{"cpu":"4 cores"}}})", kNames.selection());
   ASSERT_TRUE(bad_cpu.ok());
-  auto spec = node_spec(*bad_cpu, kNames);
+  auto spec = kContract.node_spec(*bad_cpu);
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.message().find("node n2: status.allocatable[cpu]"), std::string::npos) << spec.message();
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace fracpack::k8s {
+namespace fracpack {
 
 // Appends `s` as a JSON string literal (quoted, escaped) to `out`.
 void append_json_string(std::string& out, std::string_view s);
@@ -16,4 +16,4 @@ void append_json_string(std::string& out, std::string_view s);
 void append_json_field(std::string& out, const char* key, std::string_view value, bool comma = true);
 void append_json_number(std::string& out, const char* key, double value, bool comma = true);
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

@@ -1,11 +1,11 @@
-#include "k8s/json_write.h"
+#include "common/json_write.h"
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 
-namespace fracpack::k8s {
+namespace fracpack {
 
 void append_json_string(std::string& out, std::string_view s) {
   // Runs of characters that need no escape are appended whole.
@@ -46,7 +46,7 @@ void append_json_field(std::string& out, const char* key, std::string_view value
   out.push_back('"');
   out += key;
   out += "\":";
-  k8s::append_json_string(out, value);
+  append_json_string(out, value);
 }
 
 void append_json_number(std::string& out, const char* key, double value, bool comma) {
@@ -63,4 +63,4 @@ void append_json_number(std::string& out, const char* key, double value, bool co
   }
 }
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

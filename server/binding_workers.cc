@@ -1,8 +1,8 @@
-#include "server/api_binder.h"
+#include "server/binding_workers.h"
 
 namespace fracpack::server {
 
-ApiBinder::ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics)
+BindingWorkers::BindingWorkers(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics)
     : client_(std::move(client)), events_(events), fence_(fence), metrics_(metrics) {
   for (int i = 0; i < std::max(1, workers); ++i) {
     workers_.emplace_back([this] {
@@ -12,7 +12,7 @@ ApiBinder::ApiBinder(k8s::ClientConfig client, int workers, k8s::EventRecorder* 
   }
 }
 
-ApiBinder::~ApiBinder() {
+BindingWorkers::~BindingWorkers() {
   std::deque<Pending> left;
   {
     std::lock_guard lock(mu_);
@@ -24,7 +24,7 @@ ApiBinder::~ApiBinder() {
   for (auto& p : left) p.done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, p.job.target);
 }
 
-void ApiBinder::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
+void BindingWorkers::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
@@ -36,7 +36,7 @@ void ApiBinder::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&
   done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, job.target);
 }
 
-Binder::Outcome ApiBinder::post(k8s::ApiClient& client, Job& job) {
+Binder::Outcome BindingWorkers::post(k8s::ApiClient& client, Job& job) {
   const k8s::BindTarget& t = job.target;
   const std::string who = t.namespace_name + "/" + t.name;
   auto late = [&](const std::string& doing) {
@@ -55,19 +55,19 @@ Binder::Outcome ApiBinder::post(k8s::ApiClient& client, Job& job) {
                            ": fracpack could not confirm that its ledger holds every pod the API server has bound there (" +
                            fresh.message() + "); kube-scheduler will retry it"}};
     }
-    auto record = job.recheck(*fresh, &out.rechosen);
-    if (!record) return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + record.message()}};
-    job.target.annotations = std::move(*record);
+    if (Status s = job.recheck(*fresh, job.target, &out.rechosen); !s.ok()) {
+      return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + s.message()}};
+    }
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now());
   if (left.count() <= 0) return late("while the node's pods were read");
   bool gone = false, unknown = false;
-  auto r = k8s::bind_pod(client, t, &gone, &unknown, std::min(left, client_.request_timeout));
+  auto r = k8s::post_binding(client, t, &gone, &unknown, std::min(left, client_.request_timeout));
   if (r) return out;
   return Outcome{Error{r.message()}, gone, unknown};
 }
 
-void ApiBinder::work(k8s::ApiClient& client) {
+void BindingWorkers::work(k8s::ApiClient& client) {
   while (true) {
     Pending p;
     {

@@ -6,9 +6,9 @@
 
 #include "scheduling/result.h"
 
-namespace fracpack::k8s {
+namespace fracpack {
 
 Result<std::string> read_file(const std::string& path);
 Status write_file(const std::string& path, const std::string& content);
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

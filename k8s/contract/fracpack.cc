@@ -1,4 +1,4 @@
-#include "k8s/contract.h"
+#include "k8s/contract/fracpack.h"
 
 #include <array>
 
@@ -7,8 +7,9 @@
 #include <cmath>
 #include <set>
 
+#include "k8s/contract/kubernetes_rules.h"
 #include "k8s/json.h"
-#include "k8s/json_write.h"
+#include "common/json_write.h"
 #include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 
@@ -39,48 +40,7 @@ Selection ContractNames::selection() const {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t at = s.find(sep, start);
-    const size_t end = at == std::string_view::npos ? s.size() : at;
-    std::string part = trim(s.substr(start, end - start));
-    if (!part.empty()) out.push_back(std::move(part));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return out;
-}
-
 std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-// Kubernetes defaults a missing request to the limit; an extended resource
-// must have a limit and, if it has a request, an equal one (§8.2).
-Result<int64_t> gpu_value(const Container& c, const std::string& name, bool& named) {
-  const std::string* limit = find(c.limits, name);
-  const std::string* request = find(c.requests, name);
-  named = limit != nullptr || request != nullptr;
-  if (!named) return int64_t{0};
-  if (limit == nullptr) return Error{"resources.requests[" + name + "]: a limit must be set (requests must equal limits)"};
-  auto v = parse_extended_resource(*limit);
-  if (!v) return Error{"resources.limits[" + name + "]: " + v.message()};
-  if (request != nullptr) {
-    auto r = parse_extended_resource(*request);
-    if (!r) return Error{"resources.requests[" + name + "]: " + r.message()};
-    if (*r != *v) {
-      return Error{"resources.requests[" + name + "] (" + *request + ") must equal resources.limits (" + *limit + ")"};
-    }
-  }
-  return v;
-}
 
 // A container's share request, or none (cards == 0) when it names nothing.
 Result<ContainerRequest> container_request(const Container& c, bool init, const ContractNames& n) {
@@ -88,13 +48,13 @@ Result<ContainerRequest> container_request(const Container& c, bool init, const 
   r.name = c.name;
   r.init = init;
   bool has_count = false, has_mem = false, has_pct = false, has_cores = false;
-  auto count = gpu_value(c, n.gpu, has_count);
+  auto count = extended_resource(c, n.gpu, has_count);
   if (!count) return count.error();
-  auto mem = gpu_value(c, n.gpu_memory, has_mem);
+  auto mem = extended_resource(c, n.gpu_memory, has_mem);
   if (!mem) return mem.error();
-  auto pct = gpu_value(c, n.gpu_memory_percent, has_pct);
+  auto pct = extended_resource(c, n.gpu_memory_percent, has_pct);
   if (!pct) return pct.error();
-  auto cores = gpu_value(c, n.gpu_cores, has_cores);
+  auto cores = extended_resource(c, n.gpu_cores, has_cores);
   if (!cores) return cores.error();
   const bool shares = has_mem || has_pct || has_cores;
   if (!has_count && !shares) return r;  // no GPU for this container
@@ -129,43 +89,6 @@ Result<ContainerRequest> container_request(const Container& c, bool init, const 
   return r;
 }
 
-// requests.cpu (or the limit, which Kubernetes copies into a missing request).
-Result<int64_t> node_resource(const Container& c, const std::string& name, bool cpu) {
-  const std::string* v = find(c.requests, name);
-  if (v == nullptr) v = find(c.limits, name);
-  if (v == nullptr) return int64_t{0};
-  auto r = cpu ? parse_cpu_milli(*v) : parse_memory_bytes(*v);
-  if (!r) return Error{"resources.requests[" + name + "]: " + r.message()};
-  return r;
-}
-
-// Kubernetes' effective pod request for cpu or memory (§8.3).
-Result<int64_t> effective_request(const Pod& pod, const std::string& name, bool cpu) {
-  int64_t app = 0, sidecars = 0, init = 0;
-  for (const Container& c : pod.containers) {
-    auto v = node_resource(c, name, cpu);
-    if (!v) return with_context("container " + c.name, v.error());
-    app += *v;
-  }
-  for (const Container& c : pod.init_containers) {
-    auto v = node_resource(c, name, cpu);
-    if (!v) return with_context("init container " + c.name, v.error());
-    if (c.restart_always) {
-      sidecars += *v;
-      init = std::max(init, sidecars);
-    } else {
-      init = std::max(init, sidecars + *v);
-    }
-  }
-  int64_t total = std::max(app + sidecars, init);
-  if (const std::string* o = find(pod.overhead, name)) {
-    auto v = cpu ? parse_cpu_milli(*o) : parse_memory_bytes(*o);
-    if (!v) return Error{"spec.overhead[" + name + "]: " + v.message()};
-    total += *v;
-  }
-  return total;
-}
-
 bool is_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -184,30 +107,15 @@ Result<int64_t> label_int(const Node& node, const std::string& label, int64_t mi
 
 }  // namespace
 
-bool requests_gpu(const Pod& pod, const ContractNames& n) {
-  const auto names = n.gpu_resources();
-  auto names_one = [&](const Container& c) {
-    for (const auto& r : names) {
-      if (find(c.limits, r) != nullptr || find(c.requests, r) != nullptr) return true;
-    }
-    return false;
-  };
-  return std::any_of(pod.containers.begin(), pod.containers.end(), names_one) ||
-         std::any_of(pod.init_containers.begin(), pod.init_containers.end(), names_one);
-}
+FracpackContract::FracpackContract(ContractNames names) : names_(std::move(names)), selection_(names_.selection()) {}
 
-Result<PodRequest> pod_request(const Pod& pod, const ContractNames& n) {
+bool FracpackContract::requests_gpu(const Pod& pod) const { return names_any_resource(pod, names_.gpu_resources()); }
+
+Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
+  const ContractNames& n = names_;
   const std::string who = "pod " + pod.key();
   PodRequest r;
-  r.uid = pod.meta.uid;
-  r.namespace_name = pod.meta.namespace_name;
-  r.name = pod.meta.name;
-  auto cpu = effective_request(pod, "cpu", true);
-  if (!cpu) return with_context(who, cpu.error());
-  auto mem = effective_request(pod, "memory", false);
-  if (!mem) return with_context(who, mem.error());
-  r.cpu_milli = *cpu;
-  r.memory_bytes = *mem;
+  if (Status s = pod_facts(pod, r); !s.ok()) return Error{s.message()};
 
   size_t total_cards = 0;
   auto add = [&](const Container& c, bool init) -> Status {
@@ -231,15 +139,15 @@ Result<PodRequest> pod_request(const Pod& pod, const ContractNames& n) {
   }
 
   if (const std::string* m = pod.meta.annotation(n.model)) {
-    r.allowed_models = split(*m, '|');
+    r.allowed_models = split_list(*m, '|');
     if (r.allowed_models.empty()) return Error{who + ": annotation " + n.model + " names no model"};
   }
   if (const std::string* u = pod.meta.annotation(n.uuid)) {
-    r.uuid_allow = split(*u, ',');
+    r.uuid_allow = split_list(*u, ',');
     if (r.uuid_allow.empty()) return Error{who + ": annotation " + n.uuid + " names no card"};
   }
   if (const std::string* u = pod.meta.annotation(n.uuid_exclude)) {
-    r.uuid_exclude = split(*u, ',');
+    r.uuid_exclude = split_list(*u, ',');
     if (r.uuid_exclude.empty()) return Error{who + ": annotation " + n.uuid_exclude + " names no card"};
   }
   if (const std::string* numa = pod.meta.annotation(n.numa)) {
@@ -318,20 +226,11 @@ Result<std::vector<Card>> parse_devices(std::string_view text) {
 
 }  // namespace
 
-Result<NodeSpec> node_spec(const Node& node, const ContractNames& n) {
+Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
+  const ContractNames& n = names_;
   const std::string who = "node " + node.meta.name;
   NodeSpec spec;
-  spec.name = node.meta.name;
-  if (const std::string* cpu = find(node.allocatable, "cpu")) {
-    auto v = parse_cpu_milli(*cpu);
-    if (!v) return Error{who + ": status.allocatable[cpu]: " + v.message()};
-    spec.cpu_milli = *v;
-  }
-  if (const std::string* mem = find(node.allocatable, "memory")) {
-    auto v = parse_memory_bytes(*mem);
-    if (!v) return Error{who + ": status.allocatable[memory]: " + v.message()};
-    spec.memory_bytes = *v;
-  }
+  if (Status s = node_allocatable(node, spec); !s.ok()) return Error{s.message()};
 
   if (const std::string* devices = node.meta.annotation(n.devices)) {
     auto cards = parse_devices(*devices);
@@ -368,7 +267,7 @@ Result<NodeSpec> node_spec(const Node& node, const ContractNames& n) {
   }
 
   if (const std::string* cordon = node.meta.annotation(n.cordon)) {
-    for (const std::string& entry : split(*cordon, ',')) {
+    for (const std::string& entry : split_list(*cordon, ',')) {
       bool matched = false;
       for (Card& c : spec.cards) {
         if ((!c.uuid.empty() && c.uuid == entry) || (is_digits(entry) && std::to_string(c.index) == entry)) {
@@ -417,13 +316,21 @@ std::string format_allocation(const Allocation& a) {
   return out;
 }
 
-std::string format_indices(const Allocation& a) {
-  std::set<int> indices;
-  for (const auto& c : a.containers) {
-    for (const auto& s : c.cards) indices.insert(s.index);
+std::string format_indices(const Allocation& a) { return scheduling::card_indices_text(a); }
+
+std::optional<std::vector<int>> parse_indices(std::string_view text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part = trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    int v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size() || v < 0) return std::nullopt;
+    out.push_back(v);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
   }
-  std::string out;
-  for (int i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
   return out;
 }
 
@@ -546,6 +453,35 @@ Result<Allocation> parse_allocation(std::string_view text) {
   if (!has_node) return Error{"node is required"};
   if (!has_containers) return Error{"containers is required"};
   return a;
+}
+
+StringMap FracpackContract::allocation_annotations(const Pod&, const Allocation& allocation,
+                                                  std::chrono::system_clock::time_point) const {
+  return {{names_.allocation, format_allocation(allocation)}, {names_.indices, format_indices(allocation)}};
+}
+
+RecordedAllocation FracpackContract::recorded_allocation(const Pod& pod, const NodeSpec*) const {
+  RecordedAllocation out;
+  if (const std::string* record = pod.meta.annotation(names_.allocation)) {
+    auto a = parse_allocation(*record);
+    if (a && a->node == pod.node_name) {
+      out.kind = RecordedAllocation::Kind::kAllocation;
+      out.allocation = std::move(*a);
+      return out;
+    }
+    out.kind = RecordedAllocation::Kind::kMalformed;
+    out.problem = a ? "annotation " + names_.allocation + " names node " + a->node + " but the pod is bound to " + pod.node_name
+                    : "annotation " + names_.allocation + ": " + a.message();
+  }
+  // The flat index list: a partial record the caller matches to the request.
+  if (const std::string* indices = pod.meta.annotation(names_.indices)) {
+    if (auto cards = parse_indices(*indices)) {
+      out.kind = RecordedAllocation::Kind::kCards;
+      out.cards = std::move(*cards);
+      out.cards_source = "annotation " + names_.indices;
+    }
+  }
+  return out;
 }
 
 }  // namespace fracpack::k8s

@@ -1,0 +1,13 @@
+// The body of every error reply fracpack's HTTP server sends:
+// {"Error":"<message>"}, the extender protocol's ExtenderBindingResult shape,
+// which kube-scheduler reads from any verb, and valid JSON for any client.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace fracpack {
+
+std::string error_body(std::string_view message);
+
+}  // namespace fracpack

@@ -1,0 +1,60 @@
+// The informers that keep a ClusterState's store in step with the API
+// server, apart from the store they feed (as kube-scheduler keeps its cache
+// apart from the event handlers): one list+watch for the live pods
+// (kLivePodsSelector), one for the nodes, each on its own thread, and the
+// sinks that hand their objects to the store. Used by the daemon, the test
+// harness and the sync bench.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "k8s/api_client.h"
+#include "k8s/cluster_state.h"
+#include "k8s/informer.h"
+
+namespace fracpack::k8s {
+
+// One informer's health, for /readyz, metrics and the logs.
+struct SourceHealth {
+  std::string resource;  // "pods", "nodes"
+  InformerStats stats;
+};
+
+struct ClusterInformersOptions {
+  // Adjusts each informer's options (tests shorten backoffs, page sizes).
+  std::function<void(InformerOptions&)> tune;
+  // Wraps the pod sink (a test's tracing sink); null: none.
+  std::function<std::unique_ptr<InformerSink>(InformerSink& store_sink)> wrap_pod_sink;
+  uint64_t pod_seed = std::random_device{}(), node_seed = std::random_device{}();  // jitter
+};
+
+class ClusterInformers {
+ public:
+  ClusterInformers(const ClientConfig& client, ClusterState& state, ClusterInformersOptions options = {});
+  ~ClusterInformers();  // stops
+  ClusterInformers(const ClusterInformers&) = delete;
+  ClusterInformers& operator=(const ClusterInformers&) = delete;
+
+  void start();
+  // Stops both informers (interrupting a blocked read) and joins their threads.
+  void stop();
+
+  InformerStats pod_stats() const { return pods_->stats(); }
+  InformerStats node_stats() const { return nodes_->stats(); }
+  std::vector<SourceHealth> health() const { return {{"pods", pod_stats()}, {"nodes", node_stats()}}; }
+
+ private:
+  class PodSink;
+  class NodeSink;
+  std::unique_ptr<PodSink> pod_sink_;
+  std::unique_ptr<NodeSink> node_sink_;
+  std::unique_ptr<InformerSink> wrapped_pod_sink_;
+  std::unique_ptr<Informer> pods_, nodes_;
+  std::jthread pod_thread_, node_thread_;
+};
+
+}  // namespace fracpack::k8s

@@ -1,0 +1,73 @@
+// The contract seam: everything that knows a Kubernetes resource or
+// annotation name of a GPU-sharing contract sits behind this interface —
+// how a pod asks for shares, how a node describes its cards, the allocation
+// record a Binding writes, and how a bound pod's record is read back after a
+// restart. ClusterState, the extender service, snapshots and the replay
+// reach a contract only through it; a second contract (a peer's node agent)
+// is one more implementation.
+//
+//   fracpack   (k8s/contract/fracpack.h) fracpack.io/* resources and
+//              annotations, the README's contract.
+//
+// What is the same for every contract lives elsewhere: Kubernetes' own
+// request rules (k8s/contract/kubernetes_resources.h) and what to do when a
+// record is missing or partial (the pod-to-ledger path, k8s/ledger_builder.h:
+// it infers and fails closed the same way for every contract).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "k8s/objects.h"
+#include "scheduling/model.h"
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+// What a bound pod's annotations say it holds.
+struct RecordedAllocation {
+  enum class Kind {
+    kNone,       // no record: its cards are unknown (the caller infers them)
+    kAllocation, // the record: these cards, these shares
+    kCards,      // only a flat card list (a partial record): matched to the request by the caller
+    kNeedsNode,  // the record names cards by UUID and the node's cards are not known yet
+    kMalformed,  // a record that cannot be used; `problem` says why
+  };
+  Kind kind = Kind::kNone;
+  scheduling::Allocation allocation;  // kAllocation
+  std::vector<int> cards;             // kCards: card indices of the app containers' cards, in order
+  std::string cards_source;           // kCards: where they were read ("annotation fracpack.io/gpu-indices")
+  std::string problem;                // kMalformed, or why a full record gave way to kCards
+};
+
+class Contract {
+ public:
+  virtual ~Contract() = default;
+
+  // The profile's name: "fracpack".
+  virtual std::string_view name() const = 0;
+  // What the object decoders must keep for this contract.
+  virtual const Selection& selection() const = 0;
+  // The pod resources a pod asks with (kube-scheduler's managedResources).
+  virtual std::vector<std::string> pod_resources() const = 0;
+  // kube-scheduler's IsInterested: does any container (app or init) name
+  // one of the contract's resources?
+  virtual bool requests_gpu(const Pod& pod) const = 0;
+  // The pod's placement request; errors name the pod and the field.
+  virtual Result<scheduling::PodRequest> pod_request(const Pod& pod) const = 0;
+  // The node's cards, cordons and allocatable CPU and memory; errors name
+  // the node and the field.
+  virtual Result<scheduling::NodeSpec> node_spec(const Node& node) const = 0;
+  // The annotations the Binding writes for `allocation` of `pod` (one
+  // atomic write with spec.nodeName), at `now`.
+  virtual StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation,
+                                           std::chrono::system_clock::time_point now) const = 0;
+  // What a pod bound to `pod.node_name` holds by its annotations; `node` is
+  // that node's description (null while it is not known).
+  virtual RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const = 0;
+};
+
+}  // namespace fracpack::k8s

@@ -1,0 +1,92 @@
+// The fracpack contract (README "How a pod asks for a share"): pods ask with
+// fracpack.io/gpu, -memory, -memory-percent and -cores; nodes describe their
+// cards with fracpack.io/gpu-devices (else GPU Feature Discovery labels);
+// the Binding writes fracpack.io/allocation (every container's cards and
+// shares) and fracpack.io/gpu-indices (the flat card list, for simple device
+// plugins, and the partial record a restart can still read). Every value is
+// validated; errors name the pod or node and the field.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "k8s/contract/contract.h"
+#include "k8s/objects.h"
+#include "scheduling/model.h"
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+// Resource, annotation and label names. These are the defaults; a profile
+// in the configuration may rename them.
+struct ContractNames {
+  // Pod resources (per container, resources.limits).
+  std::string gpu = "fracpack.io/gpu";
+  std::string gpu_memory = "fracpack.io/gpu-memory";
+  std::string gpu_memory_percent = "fracpack.io/gpu-memory-percent";
+  std::string gpu_cores = "fracpack.io/gpu-cores";
+  // Pod annotations.
+  std::string model = "fracpack.io/gpu-model";
+  std::string uuid = "fracpack.io/gpu-uuid";
+  std::string uuid_exclude = "fracpack.io/gpu-uuid-exclude";
+  std::string numa = "fracpack.io/numa";
+  // Node annotations.
+  std::string devices = "fracpack.io/gpu-devices";
+  std::string cordon = "fracpack.io/gpu-cordon";
+  // The allocation record (pod annotations written at bind).
+  std::string allocation = "fracpack.io/allocation";
+  std::string indices = "fracpack.io/gpu-indices";
+  // NVIDIA GPU Feature Discovery node labels (fallback description).
+  std::string gfd_count = "nvidia.com/gpu.count";
+  std::string gfd_memory = "nvidia.com/gpu.memory";
+  std::string gfd_product = "nvidia.com/gpu.product";
+
+  // The four pod resources.
+  std::vector<std::string> gpu_resources() const { return {gpu, gpu_memory, gpu_memory_percent, gpu_cores}; }
+  // What the object decoders must keep for this contract.
+  Selection selection() const;
+
+  bool operator==(const ContractNames&) const = default;
+};
+
+class FracpackContract final : public Contract {
+ public:
+  explicit FracpackContract(ContractNames names = {});
+
+  std::string_view name() const override { return "fracpack"; }
+  const Selection& selection() const override { return selection_; }
+  std::vector<std::string> pod_resources() const override { return names_.gpu_resources(); }
+  bool requests_gpu(const Pod& pod) const override;
+  // CPU and memory follow Kubernetes' effective request; GPU shares follow
+  // the contract (README).
+  Result<scheduling::PodRequest> pod_request(const Pod& pod) const override;
+  // The device annotation, else GFD labels, else no cards; then cordons.
+  Result<scheduling::NodeSpec> node_spec(const Node& node) const override;
+  // fracpack.io/allocation and fracpack.io/gpu-indices.
+  StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation,
+                                   std::chrono::system_clock::time_point now) const override;
+  // The allocation record when it parses and names the pod's node; else
+  // the flat index list (a partial record); else none.
+  RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+
+  const ContractNames& names() const { return names_; }
+
+ private:
+  ContractNames names_;
+  Selection selection_;
+};
+
+// The records' codec (the device plugin side reads the same).
+// fracpack.io/allocation:
+std::string format_allocation(const scheduling::Allocation& allocation);
+Result<scheduling::Allocation> parse_allocation(std::string_view json);
+// fracpack.io/gpu-indices ("0,3"; sorted, distinct):
+std::string format_indices(const scheduling::Allocation& allocation);
+std::optional<std::vector<int>> parse_indices(std::string_view text);
+// fracpack.io/gpu-devices:
+std::string format_devices(const std::vector<scheduling::Card>& cards);
+
+}  // namespace fracpack::k8s

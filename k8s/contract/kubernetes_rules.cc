@@ -1,0 +1,129 @@
+#include "k8s/contract/kubernetes_rules.h"
+
+#include <algorithm>
+
+#include "scheduling/quantity.h"
+
+namespace fracpack::k8s {
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> split_list(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t at = s.find(sep, start);
+    const size_t end = at == std::string_view::npos ? s.size() : at;
+    std::string part = trim(s.substr(start, end - start));
+    if (!part.empty()) out.push_back(std::move(part));
+    if (at == std::string_view::npos) break;
+    start = at + 1;
+  }
+  return out;
+}
+
+Result<int64_t> extended_resource(const Container& c, const std::string& name, bool& named) {
+  const std::string* limit = find(c.limits, name);
+  const std::string* request = find(c.requests, name);
+  named = limit != nullptr || request != nullptr;
+  if (!named) return int64_t{0};
+  if (limit == nullptr) return Error{"resources.requests[" + name + "]: a limit must be set (requests must equal limits)"};
+  auto v = parse_extended_resource(*limit);
+  if (!v) return Error{"resources.limits[" + name + "]: " + v.message()};
+  if (request != nullptr) {
+    auto r = parse_extended_resource(*request);
+    if (!r) return Error{"resources.requests[" + name + "]: " + r.message()};
+    if (*r != *v) {
+      return Error{"resources.requests[" + name + "] (" + *request + ") must equal resources.limits (" + *limit + ")"};
+    }
+  }
+  return v;
+}
+
+bool names_any_resource(const Pod& pod, const std::vector<std::string>& resources) {
+  auto names_one = [&](const Container& c) {
+    for (const auto& r : resources) {
+      if (find(c.limits, r) != nullptr || find(c.requests, r) != nullptr) return true;
+    }
+    return false;
+  };
+  return std::any_of(pod.containers.begin(), pod.containers.end(), names_one) ||
+         std::any_of(pod.init_containers.begin(), pod.init_containers.end(), names_one);
+}
+
+namespace {
+
+// requests.cpu (or the limit, which Kubernetes copies into a missing request).
+Result<int64_t> node_resource(const Container& c, const std::string& name, bool cpu) {
+  const std::string* v = find(c.requests, name);
+  if (v == nullptr) v = find(c.limits, name);
+  if (v == nullptr) return int64_t{0};
+  auto r = cpu ? parse_cpu_milli(*v) : parse_memory_bytes(*v);
+  if (!r) return Error{"resources.requests[" + name + "]: " + r.message()};
+  return r;
+}
+
+}  // namespace
+
+Result<int64_t> effective_request(const Pod& pod, const std::string& name, bool cpu) {
+  int64_t app = 0, sidecars = 0, init = 0;
+  for (const Container& c : pod.containers) {
+    auto v = node_resource(c, name, cpu);
+    if (!v) return with_context("container " + c.name, v.error());
+    app += *v;
+  }
+  for (const Container& c : pod.init_containers) {
+    auto v = node_resource(c, name, cpu);
+    if (!v) return with_context("init container " + c.name, v.error());
+    if (c.restart_always) {
+      sidecars += *v;
+      init = std::max(init, sidecars);
+    } else {
+      init = std::max(init, sidecars + *v);
+    }
+  }
+  int64_t total = std::max(app + sidecars, init);
+  if (const std::string* o = find(pod.overhead, name)) {
+    auto v = cpu ? parse_cpu_milli(*o) : parse_memory_bytes(*o);
+    if (!v) return Error{"spec.overhead[" + name + "]: " + v.message()};
+    total += *v;
+  }
+  return total;
+}
+
+Status pod_facts(const Pod& pod, scheduling::PodRequest& r) {
+  const std::string who = "pod " + pod.key();
+  r.uid = pod.meta.uid;
+  r.namespace_name = pod.meta.namespace_name;
+  r.name = pod.meta.name;
+  auto cpu = effective_request(pod, "cpu", true);
+  if (!cpu) return with_context(who, cpu.error());
+  auto mem = effective_request(pod, "memory", false);
+  if (!mem) return with_context(who, mem.error());
+  r.cpu_milli = *cpu;
+  r.memory_bytes = *mem;
+  return Status::Ok();
+}
+
+Status node_allocatable(const Node& node, scheduling::NodeSpec& spec) {
+  const std::string who = "node " + node.meta.name;
+  spec.name = node.meta.name;
+  if (const std::string* cpu = find(node.allocatable, "cpu")) {
+    auto v = parse_cpu_milli(*cpu);
+    if (!v) return Error{who + ": status.allocatable[cpu]: " + v.message()};
+    spec.cpu_milli = *v;
+  }
+  if (const std::string* mem = find(node.allocatable, "memory")) {
+    auto v = parse_memory_bytes(*mem);
+    if (!v) return Error{who + ": status.allocatable[memory]: " + v.message()};
+    spec.memory_bytes = *v;
+  }
+  return Status::Ok();
+}
+
+}  // namespace fracpack::k8s

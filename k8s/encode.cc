@@ -1,0 +1,109 @@
+// Encoders of the reduced objects (objects.h): what fracpack knows of a
+// node, pod or ConfigMap, as JSON a List (a snapshot) can hold.
+#include "common/json_write.h"
+#include "k8s/objects.h"
+
+namespace fracpack::k8s {
+
+namespace {
+
+void append_map(std::string& out, const char* key, const StringMap& map, bool first = false) {
+  if (map.empty()) return;
+  if (!first) out += ",";
+  append_json_string(out, key);
+  out += ":{";
+  for (size_t i = 0; i < map.size(); ++i) {
+    if (i > 0) out += ",";
+    append_json_string(out, map[i].first);
+    out += ":";
+    append_json_string(out, map[i].second);
+  }
+  out += "}";
+}
+
+void append_field(std::string& out, const char* key, const std::string& value) {
+  if (value.empty()) return;
+  out += ",";
+  append_json_string(out, key);
+  out += ":";
+  append_json_string(out, value);
+}
+
+std::string meta_json(const ObjectMeta& m) {
+  std::string out = "{\"name\":";
+  append_json_string(out, m.name);
+  append_field(out, "namespace", m.namespace_name);
+  append_field(out, "uid", m.uid);
+  append_field(out, "resourceVersion", m.resource_version);
+  append_field(out, "creationTimestamp", m.creation_timestamp);
+  append_map(out, "labels", m.labels);
+  append_map(out, "annotations", m.annotations);
+  return out + "}";
+}
+
+std::string container_json(const Container& c) {
+  std::string out = "{\"name\":";
+  append_json_string(out, c.name);
+  if (c.restart_always) out += ",\"restartPolicy\":\"Always\"";
+  out += ",\"resources\":{";
+  bool first = true;
+  if (!c.requests.empty()) {
+    append_map(out, "requests", c.requests, first);
+    first = false;
+  }
+  append_map(out, "limits", c.limits, first);
+  return out + "}}";
+}
+
+}  // namespace
+
+std::string node_json(const Node& n) {
+  std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":" + meta_json(n.meta);
+  out += ",\"spec\":{";
+  if (n.unschedulable) out += "\"unschedulable\":true";
+  out += "},\"status\":{";
+  if (!n.allocatable.empty()) {
+    append_map(out, "capacity", n.allocatable, true);
+    append_map(out, "allocatable", n.allocatable);
+  }
+  return out + "}}";
+}
+
+std::string pod_json(const Pod& p) {
+  std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":" + meta_json(p.meta) + ",\"spec\":{";
+  out += "\"containers\":[";
+  for (size_t i = 0; i < p.containers.size(); ++i) out += (i ? "," : "") + container_json(p.containers[i]);
+  out += "]";
+  if (!p.init_containers.empty()) {
+    out += ",\"initContainers\":[";
+    for (size_t i = 0; i < p.init_containers.size(); ++i) out += (i ? "," : "") + container_json(p.init_containers[i]);
+    out += "]";
+  }
+  append_field(out, "nodeName", p.node_name);
+  append_field(out, "schedulerName", p.scheduler_name);
+  if (p.priority != 0) out += ",\"priority\":" + std::to_string(p.priority);
+  append_map(out, "overhead", p.overhead);
+  out += "},\"status\":{";
+  if (!p.phase.empty()) {
+    out += "\"phase\":";
+    append_json_string(out, p.phase);
+  }
+  return out + "}}";
+}
+
+std::string config_map_json(const ConfigMap& c) {
+  std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":" + meta_json(c.meta);
+  if (!c.data.empty()) append_map(out, "data", c.data);
+  return out + "}";
+}
+
+std::string list_json(const std::vector<std::string>& items) {
+  std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"},\"items\":[\n";
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += items[i];
+    out += i + 1 < items.size() ? ",\n" : "\n";
+  }
+  return out + "]}\n";
+}
+
+}  // namespace fracpack::k8s

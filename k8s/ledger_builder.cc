@@ -1,0 +1,190 @@
+#include "k8s/ledger_builder.h"
+
+#include "scheduling/fit.h"
+
+namespace fracpack::k8s {
+
+using scheduling::Allocation;
+using scheduling::PodFacts;
+
+LedgerBuilder::LedgerBuilder(const Contract& contract, ProblemSink problems)
+    : contract_(contract), problems_(std::move(problems)) {}
+
+void LedgerBuilder::apply_node(const Node& node) {
+  const std::string& name = node.meta.name;
+  if (name.empty()) {
+    problems_("node ?", "node without a name");
+    return;
+  }
+  auto spec = contract_.node_spec(node);
+  if (spec) {
+    specs_[name] = std::move(*spec);
+    malformed_nodes_.erase(name);
+  } else {
+    ++counters_.malformed_nodes;
+    problems_("node " + name, spec.message() + " (keeping its last good cards, cordoned)");
+    malformed_nodes_.insert(name);
+    if (!specs_.contains(name)) specs_[name] = scheduling::NodeSpec{name, 0, 0, {}};
+  }
+  resolve_node(name);
+}
+
+void LedgerBuilder::delete_node(const std::string& name) {
+  specs_.erase(name);
+  malformed_nodes_.erase(name);
+  ledger_.remove_node(name);
+}
+
+void LedgerBuilder::push_effective_spec(const std::string& node) {
+  auto it = specs_.find(node);
+  if (it == specs_.end()) return;
+  auto u = unresolved_.find(node);
+  const bool closed = malformed_nodes_.contains(node) || (u != unresolved_.end() && !u->second.empty());
+  if (!closed) {
+    ledger_.upsert_node(it->second);
+    return;
+  }
+  scheduling::NodeSpec cordoned = it->second;
+  for (auto& c : cordoned.cards) c.cordoned = true;
+  ledger_.upsert_node(std::move(cordoned));
+}
+
+void LedgerBuilder::unresolve(const std::string& uid) {
+  auto p = unresolved_pods_.find(uid);
+  if (p == unresolved_pods_.end()) return;
+  const std::string node = p->second.node_name;
+  unresolved_pods_.erase(p);
+  auto u = unresolved_.find(node);
+  if (u != unresolved_.end() && u->second.erase(uid) > 0) {
+    if (u->second.empty()) unresolved_.erase(u);
+    push_effective_spec(node);
+  }
+}
+
+void LedgerBuilder::forget_unresolved(const std::string& uid) { unresolve(uid); }
+
+void LedgerBuilder::remove_pod(const std::string& uid) {
+  ledger_.remove(uid);
+  unresolve(uid);
+}
+
+void LedgerBuilder::apply_bound_pod(const Pod& pod) {
+  const std::string& uid = pod.meta.uid;
+  const std::string key = pod.key();
+  unresolve(uid);  // the previous version may have been waiting on its node
+  auto req = contract_.pod_request(pod);
+  if (!req) {
+    ++counters_.malformed_pods;
+    problems_("pod " + key, req.message());
+    ledger_.confirm(PodFacts{uid, key, 0, 0}, Allocation{pod.node_name, {}});
+    if (contract_.requests_gpu(pod)) {
+      // Its GPU holdings cannot be known: close its node to new placements.
+      unresolved_[pod.node_name].insert(uid);
+      unresolved_pods_[uid] = pod;
+      push_effective_spec(pod.node_name);
+    }
+    return;
+  }
+  const PodFacts facts{uid, key, req->cpu_milli, req->memory_bytes};
+  auto spec = specs_.find(pod.node_name);
+  RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
+  if (rec.kind == RecordedAllocation::Kind::kAllocation) {
+    const int over = ledger_.confirm(facts, std::move(rec.allocation));
+    if (over > 0) {
+      ++counters_.overcommit_reports;
+      problems_("pod " + key, "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
+    }
+    return;
+  }
+  if (!rec.problem.empty()) {
+    ++counters_.malformed_pods;
+    problems_("pod " + key, rec.problem);
+  }
+  if (!req->wants_gpu()) {
+    ledger_.confirm(facts, Allocation{pod.node_name, {}});
+    return;
+  }
+  // A bound GPU pod without a usable record: infer what it holds.
+  unresolved_[pod.node_name].insert(uid);
+  unresolved_pods_[uid] = pod;
+  resolve_node(pod.node_name);
+}
+
+void LedgerBuilder::resolve_node(const std::string& node) {
+  auto u = unresolved_.find(node);
+  if (u != unresolved_.end() && !u->second.empty() && specs_.count(node)) {
+    // Infer against the node's cards with every cordon open (the pods are
+    // already there); the effective spec is pushed below.
+    scheduling::NodeSpec open = specs_.at(node);
+    for (auto& c : open.cards) c.cordoned = false;
+    ledger_.upsert_node(std::move(open));
+    for (auto it = u->second.begin(); it != u->second.end();) {
+      auto p = unresolved_pods_.find(*it);
+      if (p == unresolved_pods_.end() || infer(p->second)) {
+        if (p != unresolved_pods_.end()) unresolved_pods_.erase(p);
+        it = u->second.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (u->second.empty()) unresolved_.erase(u);
+  }
+  push_effective_spec(node);
+}
+
+bool LedgerBuilder::infer(const Pod& pod) {
+  const std::string& uid = pod.meta.uid;
+  const scheduling::NodeState* node = ledger_.node(pod.node_name);
+  if (node == nullptr || !node->present()) return false;
+  auto req = contract_.pod_request(pod);
+  if (!req) return false;
+  const PodFacts facts{uid, pod.key(), req->cpu_milli, req->memory_bytes};
+  ledger_.remove(uid);  // infer against the node without this pod
+  RecordedAllocation rec = contract_.recorded_allocation(pod, &node->spec());
+  if (rec.kind == RecordedAllocation::Kind::kAllocation) {  // a record that needed the node's cards
+    if (ledger_.confirm(facts, std::move(rec.allocation)) > 0) ++counters_.overcommit_reports;
+    return true;
+  }
+  // 1. A flat card list, if it matches the request.
+  if (rec.kind == RecordedAllocation::Kind::kCards) {
+    const std::vector<int>& indices = rec.cards;
+    size_t needed = 0;
+    for (const auto& c : req->containers) needed += c.init ? 0 : static_cast<size_t>(c.cards);
+    bool usable = indices.size() == needed && needed > 0;
+    for (size_t i = 0; usable && i < indices.size(); ++i) usable = node->position_of(indices[i]) >= 0;
+    if (usable) {
+      Allocation a;
+      a.node = pod.node_name;
+      size_t k = 0;
+      for (const auto& c : req->containers) {
+        if (c.init) continue;
+        scheduling::ContainerAllocation ca{c.name, false, {}};
+        for (int i = 0; i < c.cards; ++i, ++k) {
+          const int index = indices[k];
+          const auto& card = node->cards()[static_cast<size_t>(node->position_of(index))];
+          ca.cards.push_back(scheduling::CardShare{index, card.uuid, c.memory_on(card.memory_mib), c.cores});
+        }
+        a.containers.push_back(std::move(ca));
+      }
+      if (ledger_.confirm(facts, std::move(a)) > 0) ++counters_.overcommit_reports;
+      ++counters_.inferred_allocations;
+      problems_("pod " + pod.key(), "cards inferred from " + rec.cards_source);
+      return true;
+    }
+  }
+  // 2. The cards its request would take now (the caller opened the node's
+  // cordons: the pod is already there).
+  static const scheduling::BestCardRanker kBest;
+  scheduling::FitResult fit = scheduling::fit(*req, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
+  if (!fit.fits) {
+    // Keep its CPU and memory; the node stays closed until this is resolved.
+    ledger_.confirm(facts, Allocation{pod.node_name, {}});
+    return false;
+  }
+  ledger_.confirm(facts, scheduling::materialize(*req, *ledger_.node(pod.node_name), fit.picks));
+  ++counters_.inferred_allocations;
+  problems_("pod " + pod.key(), "no valid allocation record: cards inferred as the request would be placed now");
+  return true;
+}
+
+}  // namespace fracpack::k8s

@@ -1,0 +1,88 @@
+// The one path from Kubernetes objects to the ledger, for the watch
+// (ClusterState) and for snapshots (k8s/snapshot.h) alike, with one set of
+// fail-closed rules, whatever the contract:
+//
+//   node        its cards as the contract reads them; a node that cannot be
+//               read keeps its last good cards, cordoned (none if it never
+//               had any).
+//   bound pod   what its record says (Contract::recorded_allocation):
+//                 the record          confirmed as written;
+//                 a flat card list    matched to the request (the app
+//                                     containers' cards in order);
+//                 nothing usable      the cards its request would take now,
+//                                     on the node with its cordons open (the
+//                                     pod is already there);
+//                 not even that       its CPU and memory are charged, and
+//                                     its node takes no new placement until
+//                                     the pod is resolved or gone;
+//               a pod whose contract values cannot be read is charged for
+//               nothing but closes its node the same way if it asks for GPUs.
+//               A pod bound before its node is known waits for the node.
+//   gone        whatever the pod held is released.
+//
+// Every such case is counted and reported, never a crash. Not thread-safe:
+// the owner serializes (ClusterState under its write lock).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "k8s/contract/contract.h"
+#include "k8s/objects.h"
+#include "scheduling/ledger.h"
+
+namespace fracpack::k8s {
+
+struct LedgerCounters {
+  uint64_t malformed_pods = 0;        // pods whose contract values or record could not be read
+  uint64_t malformed_nodes = 0;
+  uint64_t inferred_allocations = 0;  // bound GPU pods charged by inference
+  uint64_t overcommit_reports = 0;    // confirmations that left a card over capacity
+};
+
+class LedgerBuilder {
+ public:
+  // Called with the object ("pod ns/name", "node n") and what is wrong.
+  using ProblemSink = std::function<void(std::string object, std::string message)>;
+
+  LedgerBuilder(const Contract& contract, ProblemSink problems);
+
+  scheduling::Ledger& ledger() { return ledger_; }
+  const scheduling::Ledger& ledger() const { return ledger_; }
+  const Contract& contract() const { return contract_; }
+  const LedgerCounters& counters() const { return counters_; }
+
+  void apply_node(const Node& node);
+  void delete_node(const std::string& name);
+  // A pod bound to pod.node_name and not terminal: what it holds.
+  void apply_bound_pod(const Pod& pod);
+  // The pod holds nothing any more (deleted, finished, gone from a list).
+  void remove_pod(const std::string& uid);
+  // The pod was seen again but no longer bound (a stale event): an
+  // inference waiting for it is dropped; a record stays (pods never unbind).
+  void forget_unresolved(const std::string& uid);
+
+ private:
+  void resolve_node(const std::string& node);
+  void push_effective_spec(const std::string& node);
+  // Charges the pod from a partial record or by inference; false if its
+  // cards cannot be known (yet).
+  bool infer(const Pod& pod);
+  void unresolve(const std::string& uid);
+
+  const Contract& contract_;
+  ProblemSink problems_;
+  scheduling::Ledger ledger_;
+  std::map<std::string, scheduling::NodeSpec> specs_;   // last good card description, by node
+  std::set<std::string> malformed_nodes_;               // nodes whose current object could not be read
+  // Bound GPU pods whose cards are not known yet, by node (their node is
+  // closed to new placements meanwhile), and the pods themselves.
+  std::map<std::string, std::set<std::string>> unresolved_;
+  std::unordered_map<std::string, Pod> unresolved_pods_;
+  LedgerCounters counters_;
+};
+
+}  // namespace fracpack::k8s

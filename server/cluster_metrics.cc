@@ -1,0 +1,107 @@
+#include "server/cluster_metrics.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "scheduling/fragmentation.h"
+
+namespace fracpack::server {
+
+using scheduling::Ledger;
+
+void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<SampledFamily>& out) {
+  using Type = SampledFamily::Type;
+  SampledFamily mem{"fracpack_card_memory_allocated_bytes", "GPU memory reserved on a card.", Type::kGauge, {}};
+  SampledFamily cap{"fracpack_card_memory_capacity_bytes", "GPU memory of a card.", Type::kGauge, {}};
+  SampledFamily compute{"fracpack_card_compute_allocated_ratio", "Share of a card's compute reserved (0..1).", Type::kGauge, {}};
+  SampledFamily sharers{"fracpack_card_sharers", "Pods holding a share of a card.", Type::kGauge, {}};
+  SampledFamily cluster_gpus{"fracpack_cluster_gpus", "GPUs on the nodes fracpack knows.", Type::kGauge, {}};
+  SampledFamily cluster_alloc{"fracpack_cluster_gpu_allocated_ratio", "Share of all GPU compute reserved (0..1).", Type::kGauge, {}};
+  SampledFamily cluster_frag{"fracpack_cluster_gpu_fragmentation_ratio",
+                             "Idle GPU compute the target workload cannot use, as a share of all (0..1).", Type::kGauge, {}};
+  SampledFamily pod_count{"fracpack_pods", "Pods in the ledger, by phase.", Type::kGauge, {}};
+  in.state.read([&](const Ledger& ledger) {
+    int64_t gpus = 0, used = 0;
+    std::optional<scheduling::FragmentationModel> model;
+    if (in.workload) model.emplace(scheduling::Workload::typical(*in.workload));
+    double frag = 0;
+    for (const auto& [name, node] : ledger.nodes()) {
+      if (!node.present()) continue;
+      for (size_t p = 0; p < node.cards().size(); ++p) {
+        const auto& card = node.cards()[p];
+        const auto& use = node.use()[p];
+        std::vector<std::pair<std::string, std::string>> labels = {
+            {"node", name}, {"card", std::to_string(card.index)}, {"model", card.model}};
+        mem.samples.push_back({labels, static_cast<double>(use.memory_mib) * 1048576.0});
+        cap.samples.push_back({labels, static_cast<double>(card.memory_mib) * 1048576.0});
+        compute.samples.push_back({labels, static_cast<double>(use.cores) / 1000.0});
+        sharers.samples.push_back({std::move(labels), static_cast<double>(use.sharers)});
+        ++gpus;
+        used += std::min(use.cores, scheduling::kCardMilli);
+      }
+      if (model) frag += model->frag(node);
+    }
+    cluster_gpus.samples.push_back({{}, static_cast<double>(gpus)});
+    cluster_alloc.samples.push_back({{}, gpus > 0 ? static_cast<double>(used) / (1000.0 * static_cast<double>(gpus)) : 0});
+    if (model) cluster_frag.samples.push_back({{}, gpus > 0 ? frag / (1000.0 * static_cast<double>(gpus)) : 0});
+    const double assumed = static_cast<double>(ledger.assumed_count());
+    pod_count.samples.push_back({{{"phase", "assumed"}}, assumed});
+    pod_count.samples.push_back({{{"phase", "confirmed"}}, static_cast<double>(ledger.pod_count()) - assumed});
+    return 0;
+  });
+  for (auto* f : {&mem, &cap, &compute, &sharers, &cluster_gpus, &cluster_alloc, &pod_count}) out.push_back(std::move(*f));
+  if (!cluster_frag.samples.empty()) out.push_back(std::move(cluster_frag));
+
+  const k8s::SyncCounters c = in.state.counters();
+  SampledFamily sync{"fracpack_sync_events_total", "Objects applied to the ledger, by kind.", Type::kCounter, {}};
+  sync.samples = {{{{"kind", "pod"}}, static_cast<double>(c.pod_events)}, {{{"kind", "node"}}, static_cast<double>(c.node_events)}};
+  SampledFamily problems{"fracpack_sync_problems_total", "Objects that could not be read or had to be inferred, by kind.",
+                         Type::kCounter, {}};
+  problems.samples = {{{{"kind", "malformed_pod"}}, static_cast<double>(c.malformed_pods)},
+                      {{{"kind", "malformed_node"}}, static_cast<double>(c.malformed_nodes)},
+                      {{{"kind", "inferred_allocation"}}, static_cast<double>(c.inferred_allocations)},
+                      {{{"kind", "overcommit_report"}}, static_cast<double>(c.overcommit_reports)},
+                      {{{"kind", "expired_assumption"}}, static_cast<double>(c.expired_assumptions)},
+                      {{{"kind", "relist_deletion"}}, static_cast<double>(c.relist_deletions)},
+                      {{{"kind", "reconciled_assumption"}}, static_cast<double>(c.reconciled_assumptions)},
+                      {{{"kind", "stale_event"}}, static_cast<double>(c.stale_events)}};
+  out.push_back(std::move(sync));
+  out.push_back(std::move(problems));
+  out.push_back(SampledFamily{"fracpack_bind_fence_caught_up_total",
+                              "Bound pods a bind's fence read from the API server before the watch delivered them "
+                              "(another writer's binds: the other replica after a failover, an old leader).",
+                              Type::kCounter,
+                              {{{}, static_cast<double>(c.fence_caught_up)}}});
+  SampledFamily ready{"fracpack_ready", "1 once the initial lists are applied.", Type::kGauge, {{{}, in.state.ready() ? 1.0 : 0.0}}};
+  out.push_back(std::move(ready));
+
+  const auto es = in.evaluator.stats();
+  SampledFamily cache{"fracpack_evaluation_cache_total", "Node evaluations served from the cache (hit) or computed (miss).",
+                      Type::kCounter, {}};
+  cache.samples = {{{{"result", "hit"}}, static_cast<double>(es.hits)}, {{{"result", "miss"}}, static_cast<double>(es.misses)}};
+  out.push_back(std::move(cache));
+
+  if (in.sources) {
+    SampledFamily synced{"fracpack_informer_synced", "1 once the informer's initial list is applied.", Type::kGauge, {}};
+    SampledFamily lists{"fracpack_informer_lists_total", "Complete lists applied (the first and every relist).", Type::kCounter, {}};
+    SampledFamily relists{"fracpack_informer_relists_total", "Lists after the first.", Type::kCounter, {}};
+    SampledFamily events{"fracpack_informer_events_total", "Watch events applied.", Type::kCounter, {}};
+    SampledFamily errors{"fracpack_informer_errors_total", "Failed requests and broken streams.", Type::kCounter, {}};
+    SampledFamily age{"fracpack_informer_last_event_age_seconds", "Seconds since the last watch event or bookmark (-1: none).",
+                      Type::kGauge, {}};
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [resource, s] : in.sources()) {
+      std::vector<std::pair<std::string, std::string>> l = {{"resource", resource}};
+      synced.samples.push_back({l, s.synced ? 1.0 : 0.0});
+      lists.samples.push_back({l, static_cast<double>(s.lists)});
+      relists.samples.push_back({l, static_cast<double>(s.relists)});
+      events.samples.push_back({l, static_cast<double>(s.events)});
+      errors.samples.push_back({l, static_cast<double>(s.errors)});
+      const bool never = s.last_event == std::chrono::steady_clock::time_point{};
+      age.samples.push_back({l, never ? -1.0 : std::chrono::duration<double>(now - s.last_event).count()});
+    }
+    for (auto* f : {&synced, &lists, &relists, &events, &errors, &age}) out.push_back(std::move(*f));
+  }
+}
+
+}  // namespace fracpack::server
