@@ -1,5 +1,7 @@
 #include "k8s/extender.h"
 
+#include "common/error_body.h"
+
 #include <deque>
 #include <optional>
 
@@ -351,12 +353,8 @@ Result<BindingArgs> parse_binding_args(std::string_view body) {
   return args;
 }
 
-std::string format_binding_result(std::string_view error) {
-  std::string out = "{\"Error\":";
-  append_json_string(out, error);
-  out.push_back('}');
-  return out;
-}
+// The same shape as every error body fracpack answers with.
+std::string format_binding_result(std::string_view error) { return error_body(error); }
 
 Result<PreemptionArgs> parse_preemption_args(std::string_view body, const Selection& selection) {
   PreemptionArgs args;

@@ -98,6 +98,5 @@ struct MetaVictims {
 };
 std::string format_preemption_result(const std::map<std::string, MetaVictims>& victims);
 
-// {"Error":"..."}: the body of a 400 (and of any error reply).
 
 }  // namespace fracpack::k8s

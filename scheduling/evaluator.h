@@ -4,10 +4,9 @@
 // Scheduler (fits, fit, Policy::evaluate), so filter, prioritize and bind
 // agree with each other and with an offline replay.
 //
-// Results are cached per pod demand (demand_key) and node version, which
-// the ledger never reuses: kube-scheduler's filter, prioritize and bind of
-// one pod, and every pod of the same shape, evaluate a node once per change
-// of that node. The cache keeps the most recent demands (LRU).
+// Results are cached in the DecisionCache the replay uses too
+// (scheduling/decision_cache.h), by node slot; the cache keeps the 64 most
+// recent demands.
 //
 // Thread-safe: the evaluator serializes its cache and the policy (policies
 // keep scratch state). Callers keep the ledger stable meanwhile (a read
@@ -23,19 +22,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scheduling/decision_cache.h"
 #include "scheduling/fit.h"
 #include "scheduling/ledger.h"
 #include "scheduling/policy.h"
 
 namespace fracpack::scheduling {
-
-struct Verdict {
-  bool fits = false;
-  bool unresolvable = false;  // no card of the node could ever take the pod
-  std::string reason;         // when !fits
-  int64_t score = 0;          // when fits: the policy's score (see Policy::score_range)
-  Picks picks;                // when fits: the cards the pod would get
-};
 
 class Evaluator {
  public:
@@ -64,24 +56,10 @@ class Evaluator {
   Stats stats() const;
 
  private:
-  struct Entry {
-    uint64_t version = 0;  // 0: empty (versions start at 1)
-    uint64_t generation = 0;
-    Verdict verdict;
-  };
-  struct Demand {
-    std::vector<Entry> entries;  // by node slot
-    std::list<std::string>::iterator lru;
-  };
-  Demand& demand_locked(const PodRequest& pod);
-  void compute_locked(const PodRequest& pod, const NodeState& node, Verdict& out);
-
   Policy& policy_;
   FitOptions options_;
-  size_t max_demands_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Demand> demands_;
-  std::list<std::string> lru_;  // most recent first
+  DecisionCache cache_;  // by node slot
   Verdict scratch_;
   Stats stats_;
 };

@@ -5,22 +5,6 @@
 
 namespace fracpack::scheduling {
 
-std::string demand_key(const PodRequest& pod) {
-  std::string k = std::to_string(pod.cpu_milli) + "/" + std::to_string(pod.memory_bytes);
-  for (const ContainerRequest& c : pod.containers) {
-    k += "|" + std::string(c.init ? "i" : "a") + std::to_string(c.cards) + "x" + std::to_string(c.cores) + "," +
-         std::to_string(c.memory_mib) + "," + std::to_string(c.memory_percent);
-  }
-  k += "|m";
-  for (const auto& m : pod.allowed_models) k += m + ";";
-  k += "|u";
-  for (const auto& u : pod.uuid_allow) k += u + ";";
-  k += "|x";
-  for (const auto& u : pod.uuid_exclude) k += u + ";";
-  if (pod.numa_single) k += "|numa";
-  return k;
-}
-
 Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::vector<std::string> order)
     : ledger_(ledger), policy_(policy), options_(options) {
   for (const auto& name : order) {
@@ -28,35 +12,29 @@ Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::ve
   }
 }
 
-std::vector<Scheduler::Entry>& Scheduler::entries_for(const PodRequest& pod) {
-  auto& v = cache_[demand_key(pod)];
-  if (v.size() != nodes_.size()) v.assign(nodes_.size(), Entry{});
-  return v;
-}
-
 Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
   Decision d;
   const bool cacheable = policy_.cacheable();
-  std::vector<Entry>* entries = cacheable ? &entries_for(pod) : nullptr;
+  std::vector<DecisionCache::Entry>* entries = cacheable ? &cache_.entries(pod, nodes_.size()) : nullptr;
   const uint64_t generation = policy_.generation();
-  Entry scratch;
+  DecisionCache::Entry scratch;
   int best = -1;
   int64_t best_score = 0;
   Picks best_picks;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const NodeState& node = *nodes_[i];
-    Entry& e = cacheable ? (*entries)[i] : scratch;
-    if (!cacheable || e.version != node.version() || e.generation != generation) {
+    DecisionCache::Entry& e = cacheable ? (*entries)[i] : scratch;
+    if (!cacheable || !e.current(node, generation)) {
       e.version = node.version();
       e.generation = generation;
-      e.feasible = fits(pod, node, options_) && policy_.evaluate(pod, node, e.eval);
+      judge(pod, node, policy_, options_, /*explain=*/false, e.verdict);
     }
-    if (!e.feasible) continue;
+    if (!e.verdict.fits) continue;
     ++d.feasible;
-    if (best < 0 || e.eval.score > best_score) {
+    if (best < 0 || e.verdict.score > best_score) {
       best = static_cast<int>(i);
-      best_score = e.eval.score;
-      best_picks = e.eval.picks;
+      best_score = e.verdict.score;
+      best_picks = e.verdict.picks;
     }
   }
   if (best < 0) {

@@ -2,10 +2,10 @@
 // scheduler) makes it: filter every node, score the feasible ones with the
 // policy, take the best (ties: the earliest node in the given order), commit.
 //
-// Evaluations are cached per (pod demand, node): a node's result is reused
-// until its state version or the policy's generation changes, so a decision
-// costs a scan of the cache plus the few nodes that changed since this
-// demand was last seen.
+// Verdicts are cached in the DecisionCache the extender uses too
+// (scheduling/decision_cache.h), by position in the order: a decision costs a
+// scan of the cache plus the few nodes that changed since this demand was
+// last seen.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +13,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scheduling/decision_cache.h"
 #include "scheduling/fit.h"
 #include "scheduling/ledger.h"
 #include "scheduling/policy.h"
 
 namespace fracpack::scheduling {
-
-// Identifies pods with the same demand (everything but their names): their
-// filter and score results on a node are the same.
-std::string demand_key(const PodRequest& pod);
 
 struct Decision {
   bool placed = false;
@@ -46,20 +43,13 @@ class Scheduler {
   Decision choose(const PodRequest& pod, bool explain = false) { return schedule(pod, false, explain); }
 
  private:
-  struct Entry {
-    uint64_t version = UINT64_MAX;
-    uint64_t generation = UINT64_MAX;
-    bool feasible = false;
-    Evaluation eval;
-  };
-  std::vector<Entry>& entries_for(const PodRequest& pod);
   std::string explain_failure(const PodRequest& pod) const;
 
   Ledger& ledger_;
   Policy& policy_;
   FitOptions options_;
   std::vector<const NodeState*> nodes_;
-  std::unordered_map<std::string, std::vector<Entry>> cache_;
+  DecisionCache cache_;  // by position in nodes_
 };
 
 }  // namespace fracpack::scheduling

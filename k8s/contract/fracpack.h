@@ -52,7 +52,7 @@ struct ContractNames {
   bool operator==(const ContractNames&) const = default;
 };
 
-class FracpackContract final : public Contract {
+class FracpackContract : public Contract {
  public:
   explicit FracpackContract(ContractNames names = {});
 

@@ -1,0 +1,114 @@
+// The extender wire types, decoded and encoded as kube-scheduler's Go code
+// does (kubernetes-protocol.md §1): PascalCase keys matched
+// case-insensitively, null as absent, every field written, errors naming the
+// field.
+#include "k8s/extender.h"
+
+#include <gtest/gtest.h>
+
+#include "k8s/contract/fracpack.h"
+
+namespace fracpack::k8s {
+namespace {
+
+const Selection kSel = FracpackContract{}.selection();
+constexpr const char* kPod = R"({"metadata":{"name":"p","namespace":"ml","uid":"u-1"},"spec":{"containers":[{"name":"c"}]}})";
+
+TEST(ExtenderArgs, NodeNamesAreViewsAndTheirTextIsKept) {
+  const std::string body = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":null,"NodeNames":["n1","n2"]})";
+  auto a = parse_extender_args(body, kSel);
+  ASSERT_TRUE(a.ok()) << a.message();
+  ASSERT_TRUE(a->pod.has_value());
+  EXPECT_EQ(a->pod->meta.uid, "u-1");
+  EXPECT_FALSE(a->nodes.has_value());
+  ASSERT_TRUE(a->node_names.has_value());
+  EXPECT_EQ(*a->node_names, (std::vector<std::string_view>{"n1", "n2"}));
+  EXPECT_EQ(a->node_names_text, R"(n1","n2)") << "the names as the body spells them: the same list, the same text";
+}
+
+TEST(ExtenderArgs, KeysMatchAsGoMatchesThem) {
+  // Any case, an exact match winning; unknown keys ignored; escapes decoded.
+  const std::string body = std::string(R"({"pod":)") + kPod + R"(,"nodenames":["a\u002db"],"NodeNames":["n\"1"],"Extra":1})";
+  auto a = parse_extender_args(body, kSel);
+  ASSERT_TRUE(a.ok()) << a.message();
+  ASSERT_TRUE(a->pod.has_value());
+  ASSERT_TRUE(a->node_names.has_value());
+  EXPECT_EQ(*a->node_names, (std::vector<std::string_view>{"n\"1"}));
+  EXPECT_TRUE(a->node_names_text.empty()) << "a name with an escape: no text to reuse";
+}
+
+TEST(ExtenderArgs, FullNodesKeepTheirText) {
+  const std::string node = R"({"metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4"}}})";
+  const std::string body = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"metadata":{},"items":[)" + node + R"(]},"NodeNames":null})";
+  auto a = parse_extender_args(body, kSel);
+  ASSERT_TRUE(a.ok()) << a.message();
+  ASSERT_TRUE(a->nodes.has_value());
+  ASSERT_EQ(a->nodes->size(), 1u);
+  EXPECT_EQ((*a->nodes)[0].node.meta.name, "n1");
+  EXPECT_EQ((*a->nodes)[0].json, node);
+  EXPECT_FALSE(a->node_names.has_value());
+}
+
+TEST(ExtenderArgs, ErrorsNameTheField) {
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"Pod":5})", "Pod"}, {R"({"NodeNames":"n1"})", "NodeNames"}, {R"({"NodeNames":[1]})", "NodeNames"}, {"[]", ""}, {"{", ""}}) {
+    auto a = parse_extender_args(body, kSel);
+    ASSERT_FALSE(a.ok()) << body;
+    EXPECT_NE(a.message().find(field), std::string::npos) << body << ": " << a.message();
+  }
+}
+
+TEST(FilterReply, EveryFieldWrittenNamesOrObjects) {
+  FilterReplyWriter names(false, 2);
+  names.pass("n1");
+  names.fail("n2", "insufficient GPU", false);
+  names.fail("n3", "no GPU of model X", true);
+  EXPECT_EQ(names.finish(), R"({"Nodes":null,"NodeNames":["n1"],"FailedNodes":{"n2":"insufficient GPU"},)"
+                            R"("FailedAndUnresolvableNodes":{"n3":"no GPU of model X"},"Error":""})");
+  FilterReplyWriter objects(true, 1);
+  objects.pass(R"({"metadata":{"name":"n1"}})");
+  EXPECT_EQ(objects.finish(), R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"n1"}}]},"NodeNames":null,)"
+                              R"("FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+  FilterReplyWriter none(false, 0);
+  EXPECT_EQ(none.finish("pod ml/p: bad", true),
+            R"({"Nodes":null,"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"pod ml/p: bad"})");
+}
+
+TEST(HostPriorities, ABareArray) {
+  EXPECT_EQ(format_host_priorities({{"n1", 10}, {"n\"2", 0}}), R"([{"Host":"n1","Score":10},{"Host":"n\"2","Score":0}])");
+  EXPECT_EQ(format_host_priorities({}), "[]");
+}
+
+TEST(BindingArgs, ReadsTheFourFieldsAndRefusesEmptyOnes) {
+  auto b = parse_binding_args(R"({"PodName":"p","PodNamespace":"ml","PodUID":"u-1","Node":"n1"})");
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->pod_name, "p");
+  EXPECT_EQ(b->pod_namespace, "ml");
+  EXPECT_EQ(b->pod_uid, "u-1");
+  EXPECT_EQ(b->node, "n1");
+  auto no_node = parse_binding_args(R"({"PodName":"p","PodNamespace":"ml","PodUID":"u-1","Node":""})");
+  ASSERT_FALSE(no_node.ok());
+  EXPECT_NE(no_node.message().find("Node is empty"), std::string::npos) << no_node.message();
+  EXPECT_EQ(format_binding_result(""), R"({"Error":""})");
+}
+
+TEST(PreemptionArgs, MetaVictimsAndFullVictims) {
+  auto meta = parse_preemption_args(std::string(R"({"Pod":)") + kPod +
+                                        R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"v1"},{"UID":"v2"}],"NumPDBViolations":1}}})",
+                                    kSel);
+  ASSERT_TRUE(meta.ok()) << meta.message();
+  EXPECT_TRUE(meta->meta);
+  EXPECT_EQ(meta->victims.at("n1"), (std::vector<std::string>{"v1", "v2"}));
+  EXPECT_EQ(meta->pdb_violations.at("n1"), 1);
+  auto full = parse_preemption_args(std::string(R"({"Pod":)") + kPod + R"(,"NodeNameToVictims":{"n2":{"Pods":[)" + kPod +
+                                        R"(],"NumPDBViolations":0}}})",
+                                    kSel);
+  ASSERT_TRUE(full.ok()) << full.message();
+  EXPECT_FALSE(full->meta);
+  EXPECT_EQ(full->victims.at("n2"), (std::vector<std::string>{"u-1"}));
+  EXPECT_EQ(format_preemption_result({{"n1", MetaVictims{{"v1"}, 0}}}),
+            R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"v1"}],"NumPDBViolations":0}}})");
+}
+
+}  // namespace
+}  // namespace fracpack::k8s
