@@ -1,12 +1,12 @@
 // The long chaos soak: bench/chaos_bench [--operations N] [--seed S]
 // [--restart-every N] [--nodes N] [--fault-rate X] [--disruption-rate X]. Prints what it did and
 // the invariant violations (must be 0); exit 1 if any. See
-// test/server/chaos.h for what runs and what is checked.
+// test/support/chaos.h for what runs and what is checked.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "test/server/chaos.h"
+#include "test/support/chaos.h"
 
 int main(int argc, char** argv) {
   fracpack::testing::ChaosOptions o;

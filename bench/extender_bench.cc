@@ -38,8 +38,8 @@
 #include "k8s/snapshot.h"
 #include "server/daemon.h"
 #include "server/log.h"
-#include "test/k8s/fake_apiserver.h"
-#include "test/server/server_fixture.h"
+#include "test/support/fake_apiserver.h"
+#include "test/support/server_fixture.h"
 
 namespace {
 

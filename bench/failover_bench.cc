@@ -3,12 +3,12 @@
 // [--binds-in-flight N] [--pause-us N] [--handover 0|1] [--fence-read consistent|resourceVersion]. Two fracpack processes on the test API server;
 // prints the over-committed cards (by the annotations: what a device plugin
 // would hand out), bind latency and the API requests per bind. See
-// test/server/failover.h. FRACPACK_TEST_BINARY runs another fracpack build.
+// test/support/failover.h. FRACPACK_TEST_BINARY runs another fracpack build.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "test/server/failover.h"
+#include "test/support/failover.h"
 
 int main(int argc, char** argv) {
   fracpack::testing::FailoverOptions o;

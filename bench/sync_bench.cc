@@ -40,7 +40,7 @@
 #include "k8s/informer.h"
 #include "k8s/json_stream.h"
 #include "k8s/objects.h"
-#include "test/k8s/fake_apiserver.h"
+#include "test/support/fake_apiserver.h"
 
 namespace {
 

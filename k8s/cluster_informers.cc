@@ -5,34 +5,36 @@
 namespace fracpack::k8s {
 
 // The sinks: an informer's list and watch events, handed to the store.
-class ClusterInformers::PodSink final : public InformerSink {
- public:
-  explicit PodSink(ClusterState& s) : s_(s) {}
-  void begin_list(bool consistent) override { s_.begin_pod_list(consistent); }
-  Status list_item(std::string_view json) override { return s_.list_pod(json); }
-  void end_list(const std::string&) override { s_.end_pod_list(); }
-  void abort_list() override { s_.abort_pod_list(); }
-  Result<std::string> event(WatchEventType type, std::string_view json) override { return s_.pod_event(type, json); }
-
- private:
-  ClusterState& s_;
+// One shape for both kinds: which store operations it calls.
+struct StoreCalls {
+  void (ClusterState::*begin)(bool consistent);
+  Status (ClusterState::*item)(std::string_view json);
+  void (ClusterState::*end)();
+  void (ClusterState::*abort)();
+  Result<std::string> (ClusterState::*event)(WatchEventType type, std::string_view json);
 };
 
-class ClusterInformers::NodeSink final : public InformerSink {
+class ClusterInformers::StoreSink final : public InformerSink {
  public:
-  explicit NodeSink(ClusterState& s) : s_(s) {}
-  void begin_list(bool) override { s_.begin_node_list(); }
-  Status list_item(std::string_view json) override { return s_.list_node(json); }
-  void end_list(const std::string&) override { s_.end_node_list(); }
-  void abort_list() override { s_.abort_node_list(); }
-  Result<std::string> event(WatchEventType type, std::string_view json) override { return s_.node_event(type, json); }
+  StoreSink(ClusterState& s, StoreCalls calls) : s_(s), calls_(calls) {}
+  void begin_list(bool consistent) override { (s_.*calls_.begin)(consistent); }
+  Status list_item(std::string_view json) override { return (s_.*calls_.item)(json); }
+  void end_list(const std::string&) override { (s_.*calls_.end)(); }
+  void abort_list() override { (s_.*calls_.abort)(); }
+  Result<std::string> event(WatchEventType type, std::string_view json) override { return (s_.*calls_.event)(type, json); }
 
  private:
   ClusterState& s_;
+  StoreCalls calls_;
 };
 
 ClusterInformers::ClusterInformers(const ClientConfig& client, ClusterState& state, ClusterInformersOptions options)
-    : pod_sink_(std::make_unique<PodSink>(state)), node_sink_(std::make_unique<NodeSink>(state)) {
+    : pod_sink_(std::make_unique<StoreSink>(state, StoreCalls{&ClusterState::begin_pod_list, &ClusterState::list_pod,
+                                                              &ClusterState::end_pod_list, &ClusterState::abort_pod_list,
+                                                              &ClusterState::pod_event})),
+      node_sink_(std::make_unique<StoreSink>(state, StoreCalls{&ClusterState::begin_node_list, &ClusterState::list_node,
+                                                               &ClusterState::end_node_list, &ClusterState::abort_node_list,
+                                                               &ClusterState::node_event})) {
   InformerOptions pods;
   pods.resource = "/api/v1/pods";
   pods.field_selector = kLivePodsSelector;

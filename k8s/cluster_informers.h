@@ -48,10 +48,8 @@ class ClusterInformers {
   std::vector<SourceHealth> health() const { return {{"pods", pod_stats()}, {"nodes", node_stats()}}; }
 
  private:
-  class PodSink;
-  class NodeSink;
-  std::unique_ptr<PodSink> pod_sink_;
-  std::unique_ptr<NodeSink> node_sink_;
+  class StoreSink;
+  std::unique_ptr<StoreSink> pod_sink_, node_sink_;
   std::unique_ptr<InformerSink> wrapped_pod_sink_;
   std::unique_ptr<Informer> pods_, nodes_;
   std::jthread pod_thread_, node_thread_;

@@ -352,12 +352,16 @@ void ClusterState::begin_pod_list(bool consistent) {
   pod_list_started_ = std::chrono::steady_clock::now();
 }
 
+void ClusterState::undecodable_locked(const char* kind, const char* how, const std::string& why) {
+  ++(kind[0] == 'p' ? counters_.malformed_pods : counters_.malformed_nodes);
+  problem_locked(std::string(kind) + " ?", std::string("cannot decode a ") + how + " " + kind + ": " + why);
+}
+
 Status ClusterState::list_pod(std::string_view json) {
   auto pod = parse_pod(json, contract_->selection());  // decoded before the lock: lists are large
   std::unique_lock lock(mu_);
   if (!pod) {
-    ++counters_.malformed_pods;
-    problem_locked("pod ?", "cannot decode a listed pod: " + pod.message());
+    undecodable_locked("pod", "listed", pod.message());
     return Error{pod.message()};
   }
   if (PodEntry* entry = apply_pod_locked(std::move(*pod))) entry->listed = pod_list_generation_;
@@ -412,8 +416,7 @@ Result<std::string> ClusterState::pod_event(WatchEventType type, std::string_vie
   auto pod = parse_pod(json, contract_->selection());
   std::unique_lock lock(mu_);
   if (!pod) {
-    ++counters_.malformed_pods;
-    problem_locked("pod ?", "cannot decode a watched pod: " + pod.message());
+    undecodable_locked("pod", "watched", pod.message());
     return pod.error();
   }
   std::string rv = pod->meta.resource_version;
@@ -426,7 +429,7 @@ Result<std::string> ClusterState::pod_event(WatchEventType type, std::string_vie
   return rv;
 }
 
-void ClusterState::begin_node_list() {
+void ClusterState::begin_node_list(bool) {
   std::unique_lock lock(mu_);
   listed_nodes_.clear();
 }
@@ -435,8 +438,7 @@ Status ClusterState::list_node(std::string_view json) {
   auto node = parse_node(json, contract_->selection());
   std::unique_lock lock(mu_);
   if (!node) {
-    ++counters_.malformed_nodes;
-    problem_locked("node ?", "cannot decode a listed node: " + node.message());
+    undecodable_locked("node", "listed", node.message());
     return Error{node.message()};
   }
   listed_nodes_.insert(node->meta.name);
@@ -465,8 +467,7 @@ Result<std::string> ClusterState::node_event(WatchEventType type, std::string_vi
   auto node = parse_node(json, contract_->selection());
   std::unique_lock lock(mu_);
   if (!node) {
-    ++counters_.malformed_nodes;
-    problem_locked("node ?", "cannot decode a watched node: " + node.message());
+    undecodable_locked("node", "watched", node.message());
     return node.error();
   }
   if (type == WatchEventType::kDeleted) {

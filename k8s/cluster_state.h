@@ -109,7 +109,7 @@ class ClusterState {
   void end_pod_list();
   void abort_pod_list();
   Result<std::string> pod_event(WatchEventType type, std::string_view object_json);  // its resourceVersion
-  void begin_node_list();
+  void begin_node_list(bool consistent = false);  // (a flag of pod lists; nodes ignore it)
   Status list_node(std::string_view object_json);
   void end_node_list();
   void abort_node_list();
@@ -206,6 +206,8 @@ class ClusterState {
   void apply_node_locked(const Node& node);
   void delete_node_locked(const std::string& name);
   void problem_locked(std::string object, std::string message);
+  // An object of `kind` ("pod", "node") a list or a watch (`how`) sent that cannot be decoded.
+  void undecodable_locked(const char* kind, const char* how, const std::string& why);
 
   SyncOptions options_;
   std::shared_ptr<const Contract> contract_;

@@ -108,4 +108,15 @@ void load_ledger(const SnapshotState& state, scheduling::Ledger& ledger) {
   for (const auto& b : state.bound) ledger.confirm(b.facts, b.allocation);
 }
 
+replay::SequenceResult replay_snapshot(const SnapshotState& state, scheduling::Policy& policy, const scheduling::Workload& metric,
+                                       const replay::SequenceOptions& options) {
+  scheduling::Ledger ledger;
+  load_ledger(state, ledger);
+  std::vector<std::string> order;
+  for (const auto& n : state.nodes) order.push_back(n.name);
+  int64_t arrived_before = 0;
+  for (const auto& b : state.bound) arrived_before += b.gpu_demand;
+  return replay::place_in_order(ledger, order, policy, state.pending, metric, options, arrived_before);
+}
+
 }  // namespace fracpack::k8s

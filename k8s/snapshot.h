@@ -14,6 +14,8 @@
 #include "k8s/contract/contract.h"
 #include "k8s/objects.h"
 #include "scheduling/ledger.h"
+#include "scheduling/policy.h"
+#include "scheduling/replay/sequence.h"
 #include "scheduling/workload.h"
 
 namespace fracpack::k8s {
@@ -55,5 +57,11 @@ std::optional<scheduling::ShapeCounts> snapshot_workload(const ObjectList& list,
 
 // The ledger a snapshot describes (nodes and bound pods).
 void load_ledger(const SnapshotState& state, scheduling::Ledger& ledger);
+
+// `replay snapshot` for one policy: a fresh ledger of the snapshot, the
+// pending pods placed in creation order over the nodes in name order,
+// fragmentation measured against `metric`.
+replay::SequenceResult replay_snapshot(const SnapshotState& state, scheduling::Policy& policy,
+                                       const scheduling::Workload& metric, const replay::SequenceOptions& options);
 
 }  // namespace fracpack::k8s

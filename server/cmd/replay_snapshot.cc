@@ -67,10 +67,6 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
 
   auto workload = std::make_shared<scheduling::ShapeCounts>(state.workload ? *state.workload : state.shapes);
   const scheduling::Workload metric = scheduling::Workload::typical(*workload);
-  std::vector<std::string> order;
-  for (const auto& n : state.nodes) order.push_back(n.name);
-  int64_t arrived_before = 0;
-  for (const auto& b : state.bound) arrived_before += b.gpu_demand;
 
   nlohmann::json doc;
   doc["snapshot"] = path;
@@ -85,8 +81,6 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
   int64_t total_gpus = 0;
   std::vector<std::pair<std::string, replay::SequenceResult>> runs;
   for (const auto& policy_name : policies) {
-    scheduling::Ledger ledger;
-    k8s::load_ledger(state, ledger);
     scheduling::PolicyOptions po;
     po.workload = workload;
     po.seed = static_cast<uint64_t>((*seeds)[0]);
@@ -97,7 +91,7 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
     so.fit.check_node_resources = true;
     so.record_placements = true;
     so.explain_failures = true;
-    replay::SequenceResult r = replay::place_in_order(ledger, order, **policy, state.pending, metric, so, arrived_before);
+    replay::SequenceResult r = k8s::replay_snapshot(state, **policy, metric, so);
     total_gpus = r.capacity_milli / 1000;
     const double alloc = r.capacity_milli > 0 ? 100.0 * static_cast<double>(r.used_gpu_milli) / static_cast<double>(r.capacity_milli) : 0;
     const double idle = static_cast<double>(r.capacity_milli - r.used_gpu_milli);

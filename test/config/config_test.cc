@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::config {
 namespace {

@@ -12,7 +12,7 @@
 #include "k8s/reconciler.h"
 #include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 namespace fracpack::testing {
 namespace {
@@ -20,62 +20,44 @@ namespace {
 using namespace std::chrono_literals;
 using scheduling::Ledger;
 
-const k8s::ContractNames kNames;
-
-std::map<std::string, std::string> half() { return {{"fracpack.io/gpu-cores", "50"}, {"fracpack.io/gpu-memory", "8192"}}; }
-
-// A pod another scheduler bound: on `node`, card `card`, with its record.
-std::string bound_pod(const std::string& name, const std::string& node, int card, int percent = 50, int64_t memory = 8192) {
-  return pod_object(PodSpec(name, "default", node, "Running", half(),
-                            {{kNames.allocation, allocation_annotation(node, {{card, percent}}, memory)}}, "u-" + name));
-}
-
-k8s::Pod decoded(const std::string& json) { return *k8s::parse_pod(json, kNames.selection()); }
-
-k8s::Node node(const std::string& name, int gpus) { return *k8s::parse_node(node_object(name, gpus), kNames.selection()); }
 
 class BindFenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_.create("nodes", node_object("n1", 2));
     server_.create("nodes", node_object("n2", 2));
-    server_.create("pods", bound_pod("a", "n1", 0));
-    server_.create("pods", bound_pod("b", "n2", 0));
-    server_.create("pods", pod_object(PodSpec("pending", "default", "", "Pending", half(), {}, "u-pending")));
-    server_.create("pods", pod_object(PodSpec("finished", "default", "n1", "Succeeded", half(), {}, "u-finished")));
+    server_.create("pods", bound_share_pod("a", "n1", 0));
+    server_.create("pods", bound_share_pod("b", "n2", 0));
+    server_.create("pods", pod_object(PodSpec("pending", "default", "", "Pending", half_card(), {}, "u-pending")));
+    server_.create("pods", pod_object(PodSpec("finished", "default", "n1", "Succeeded", half_card(), {}, "u-finished")));
   }
   FakeApiServer server_;
-  k8s::BindFence fence_{k8s::kLivePodsSelector, kNames.selection()};
-  k8s::BindFence versioned_{k8s::kLivePodsSelector, kNames.selection(), k8s::BindFence::Read::kResourceVersion};
+  k8s::BindFence fence_{k8s::kLivePodsSelector, fracpack_contract().selection()};
+  k8s::BindFence versioned_{k8s::kLivePodsSelector, fracpack_contract().selection(), k8s::BindFence::Read::kResourceVersion};
 };
 
-TEST_F(BindFenceTest, ReadsTheNodesLivePodsWithOneConsistentList) {
-  k8s::ApiClient client(client_for(server_));
-  const auto now = k8s::BindFence::Clock::now();
-  auto pods = fence_.node_pods(client, "n1", now, now + 5s);
-  ASSERT_TRUE(pods.ok()) << pods.message();
-  ASSERT_EQ(pods->size(), 1u);
-  EXPECT_EQ((*pods)[0].meta.name, "a");
-  EXPECT_NE((*pods)[0].meta.annotation(kNames.allocation), nullptr);
-  EXPECT_EQ(server_.request_log().back(), "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dn1%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed")
-      << "no resourceVersion: a consistent read";
-  EXPECT_EQ(fence_.stats().version_reads, 0u);
-}
-
-TEST_F(BindFenceTest, ReadsTheNodesLivePodsAtTheCurrentVersion) {
-  k8s::ApiClient client(client_for(server_));
-  const auto now = k8s::BindFence::Clock::now();
-  auto pods = versioned_.node_pods(client, "n1", now, now + 5s);
-  ASSERT_TRUE(pods.ok()) << pods.message();
-  ASSERT_EQ(pods->size(), 1u);
-  EXPECT_EQ((*pods)[0].meta.name, "a");
-  EXPECT_NE((*pods)[0].meta.annotation(kNames.allocation), nullptr);
+// Both ways of reading return the node's live pods, records included: one
+// consistent list, or a consistent read of the version then the node's pods
+// not older than it.
+TEST_F(BindFenceTest, ReadsTheNodesLivePodsEitherWay) {
+  const std::string node_read = "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dn1%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed";
+  for (k8s::BindFence* fence : {&fence_, &versioned_}) {
+    k8s::ApiClient client(client_for(server_));
+    const auto now = k8s::BindFence::Clock::now();
+    auto pods = fence->node_pods(client, "n1", now, now + 5s);
+    ASSERT_TRUE(pods.ok()) << pods.message();
+    ASSERT_EQ(pods->size(), 1u);
+    EXPECT_EQ((*pods)[0].meta.name, "a");
+    EXPECT_NE((*pods)[0].meta.annotation("fracpack.io/allocation"), nullptr);
+  }
   const auto log = server_.request_log();
-  ASSERT_GE(log.size(), 2u);
-  EXPECT_EQ(log[log.size() - 2], "GET /api/v1/pods?limit=1") << "a quorum read of one item";
-  const std::string rv = std::to_string(server_.resource_version());
-  EXPECT_EQ(log.back(), "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dn1%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&resourceVersion=" + rv)
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0], node_read) << "no resourceVersion: a consistent read";
+  EXPECT_EQ(log[1], "GET /api/v1/pods?limit=1") << "a quorum read of one item";
+  EXPECT_EQ(log[2], node_read + "&resourceVersion=" + std::to_string(server_.resource_version()))
       << "the node's pods, not older than that version";
+  EXPECT_EQ(fence_.stats().version_reads, 0u);
+  EXPECT_EQ(versioned_.stats().version_reads, 1u);
 }
 
 // One version read serves every bind that arrived before it started; a bind
@@ -133,11 +115,11 @@ TEST_F(BindFenceTest, FailsWithTheReasonWhenTheApiServerCannotAnswerInTime) {
 // late) holds more than it should, but nothing is double-booked: no report.
 TEST_F(BindFenceTest, TheReconcilerReportsOnlyOverCommitsTheApiServerConfirms) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
-  state.apply_pod(decoded(*server_.get("pods", "default", "a")));
-  const std::string late = bound_pod("late", "n1", 0, 75, 4096);  // with a: 1250 milli on card 0
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_pod(decoded_pod(*server_.get("pods", "default", "a")));
+  const std::string late = bound_share_pod("late", "n1", 0, 75, 4096);  // with a: 1250 milli on card 0
   server_.create("pods", late);
-  state.apply_pod(decoded(late));
+  state.apply_pod(decoded_pod(late));
   k8s::ApiClient client(client_for(server_));
   auto confirmed = k8s::confirm_overcommitted(client, fence_, state);
   ASSERT_EQ(confirmed.size(), 1u);

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/contract/fracpack.h"
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 namespace fracpack::testing {
 namespace {
@@ -16,19 +16,6 @@ using namespace std::chrono_literals;
 using scheduling::Allocation;
 using scheduling::Ledger;
 
-const k8s::ContractNames kNames;
-
-std::map<std::string, std::string> half() { return {{"fracpack.io/gpu-cores", "50"}, {"fracpack.io/gpu-memory", "8192"}}; }
-
-// A pod another scheduler bound: on `node`, card `card`, with its record.
-std::string bound_pod(const std::string& name, const std::string& node, int card, int percent = 50, int64_t memory = 8192) {
-  return pod_object(PodSpec(name, "default", node, "Running", half(),
-                            {{kNames.allocation, allocation_annotation(node, {{card, percent}}, memory)}}, "u-" + name));
-}
-
-k8s::Pod decoded(const std::string& json) { return *k8s::parse_pod(json, kNames.selection()); }
-
-k8s::Node node(const std::string& name, int gpus) { return *k8s::parse_node(node_object(name, gpus), kNames.selection()); }
 
 // The reservation a bind made on arrival: half of `card` on `node`.
 void reserve(k8s::ClusterState& state, const std::string& uid, const std::string& node, int card) {
@@ -52,25 +39,25 @@ int card_of(const Allocation& a) { return a.containers.at(0).cards.at(0).index; 
 // Node n1 with `cards` cards, this replica's reservation of half of card 0
 // ("mine"), then the fence's read `fresh` caught up with.
 Result<k8s::ClusterState::CaughtUp> reserve_and_catch_up(k8s::ClusterState& state, int cards, const std::vector<k8s::Pod>& fresh) {
-  state.apply_node(node("n1", cards));
+  state.apply_node(decoded_node("n1", cards));
   reserve(state, "mine", "n1", 0);
   return state.catch_up("n1", fresh, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
 }
 
 std::string json_of(const std::string& name, const std::string& node, const std::string& phase = "Running") {
-  return pod_object(PodSpec(name, "default", node, phase, half(), {}, "u-" + name));
+  return pod_object(PodSpec(name, "default", node, phase, half_card(), {}, "u-" + name));
 }
 
 TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
+  state.apply_node(decoded_node("n1", 2));
   state.begin_pod_list(false);
-  ASSERT_TRUE(state.list_pod(bound_pod("a", "n1", 0)).ok());
-  ASSERT_TRUE(state.list_pod(bound_pod("b", "n1", 1)).ok());
+  ASSERT_TRUE(state.list_pod(bound_share_pod("a", "n1", 0)).ok());
+  ASSERT_TRUE(state.list_pod(bound_share_pod("b", "n1", 1)).ok());
   state.end_pod_list();
   EXPECT_EQ(state.read([](const Ledger& l) { return l.pod_count(); }), 2u);
   state.begin_pod_list(false);
-  ASSERT_TRUE(state.list_pod(bound_pod("a", "n1", 0)).ok());
+  ASSERT_TRUE(state.list_pod(bound_share_pod("a", "n1", 0)).ok());
   state.end_pod_list();
   EXPECT_FALSE(state.pod("u-b").has_value());
   EXPECT_EQ(state.read([](const Ledger& l) { return l.node("n1")->use()[1].cores; }), 0);
@@ -79,15 +66,15 @@ TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
 
 TEST(ClusterState, APodProvenGoneIsNotBroughtBackByALateEvent) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
-  state.apply_pod(decoded(json_of("a", "")));
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_pod(decoded_pod(json_of("a", "")));
   reserve(state, "u-a", "n1", 0);
   state.note_gone("u-a");  // the reconciler's GET: 404
-  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, bound_pod("a", "n1", 0)).ok());
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, bound_share_pod("a", "n1", 0)).ok());
   EXPECT_EQ(state.read([](const Ledger& l) { return l.pod("u-a"); }), nullptr);
   EXPECT_EQ(state.counters().stale_events, 1u);
   // The informer sees it go: the tombstone is done with.
-  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kDeleted, bound_pod("a", "n1", 0)).ok());
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kDeleted, bound_share_pod("a", "n1", 0)).ok());
   EXPECT_FALSE(state.pod("u-a").has_value());
 }
 
@@ -95,7 +82,7 @@ TEST(ClusterState, APodProvenGoneIsNotBroughtBackByALateEvent) {
 // a quorum list started after its Binding that lacks it proves it gone.
 TEST(ClusterState, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
+  state.apply_node(decoded_node("n1", 2));
   reserve(state, "u-a", "n1", 0);
   state.note_bound("u-a", std::chrono::steady_clock::now() - 1s);
   state.begin_pod_list(/*consistent=*/true);
@@ -106,20 +93,20 @@ TEST(ClusterState, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
 
 TEST(ClusterState, PodsAreFoundByUidOrName) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_pod(decoded(json_of("a", "")));
+  state.apply_pod(decoded_pod(json_of("a", "")));
   ASSERT_TRUE(state.pod("u-a").has_value());
   ASSERT_TRUE(state.pod_by_name("default", "a").has_value());
   EXPECT_EQ(state.pod_by_name("default", "a")->meta.uid, "u-a");
   EXPECT_FALSE(state.pod_by_name("other", "a").has_value());
   // Finished: gone from the store.
-  state.apply_pod(decoded(json_of("a", "", "Succeeded")));
+  state.apply_pod(decoded_pod(json_of("a", "", "Succeeded")));
   EXPECT_FALSE(state.pod("u-a").has_value());
 }
 
 TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods) {
   k8s::ClusterState state({nullptr, 30s});
   // Another writer put half a card on card 0 and a whole card 1 in use.
-  auto r = reserve_and_catch_up(state, 2, {decoded(bound_pod("other", "n1", 0)), decoded(bound_pod("whole", "n1", 1, 100, 16384))});
+  auto r = reserve_and_catch_up(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0)), decoded_pod(bound_share_pod("whole", "n1", 1, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->applied, 2u);
   EXPECT_FALSE(r->rechosen);
@@ -136,7 +123,7 @@ TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods)
 
 TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
   k8s::ClusterState state({nullptr, 30s});
-  auto r = reserve_and_catch_up(state, 2, {decoded(bound_pod("other", "n1", 0, 100, 16384))});
+  auto r = reserve_and_catch_up(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->rechosen);
   EXPECT_EQ(card_of(r->allocation), 1);
@@ -149,7 +136,7 @@ TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
 
 TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
   k8s::ClusterState state({nullptr, 30s});
-  auto r = reserve_and_catch_up(state, 1, {decoded(bound_pod("other", "n1", 0, 100, 16384))});
+  auto r = reserve_and_catch_up(state, 1, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("bound by another scheduler"), std::string::npos) << r.message();
   EXPECT_NE(r.message().find("no card with room"), std::string::npos) << r.message();
@@ -166,10 +153,10 @@ TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
 // its reservation no longer fits beside that pod and must move.
 TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheckedToo) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
+  state.apply_node(decoded_node("n1", 2));
   reserve(state, "first", "n1", 1);
   reserve(state, "second", "n1", 0);
-  const std::vector<k8s::Pod> fresh = {decoded(bound_pod("other", "n1", 0, 100, 16384))};
+  const std::vector<k8s::Pod> fresh = {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))};
   auto first = state.catch_up("n1", fresh, "first", [](const Ledger& l) { return first_fit(l, "n1"); });
   ASSERT_TRUE(first.ok()) << first.message();
   EXPECT_EQ(first->applied, 1u);
@@ -185,9 +172,9 @@ TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheck
 // another replica's cards: those are what it holds.
 TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
+  state.apply_node(decoded_node("n1", 2));
   reserve(state, "u-mine", "n1", 0);
-  auto r = state.catch_up("n1", {decoded(bound_pod("mine", "n1", 1))}, "u-mine", [](const Ledger&) -> Result<Allocation> {
+  auto r = state.catch_up("n1", {decoded_pod(bound_share_pod("mine", "n1", 1))}, "u-mine", [](const Ledger&) -> Result<Allocation> {
     return Error{"not called"};
   });
   ASSERT_TRUE(r.ok()) << r.message();
@@ -202,14 +189,14 @@ TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
 
 TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
-  state.apply_pod(decoded(bound_pod("seen", "n1", 1)));
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_pod(decoded_pod(bound_share_pod("seen", "n1", 1)));
   reserve(state, "mine", "n1", 0);
   const uint64_t version = state.read([](const Ledger& l) { return l.node("n1")->version(); });
   // The read shows what the ledger has, pods on other nodes, terminal pods.
-  k8s::Pod done = decoded(bound_pod("done", "n1", 0, 100, 16384));
+  k8s::Pod done = decoded_pod(bound_share_pod("done", "n1", 0, 100, 16384));
   done.phase = "Succeeded";
-  const std::vector<k8s::Pod> fresh = {decoded(bound_pod("seen", "n1", 1)), decoded(bound_pod("elsewhere", "n2", 0, 100, 16384)), done};
+  const std::vector<k8s::Pod> fresh = {decoded_pod(bound_share_pod("seen", "n1", 1)), decoded_pod(bound_share_pod("elsewhere", "n2", 0, 100, 16384)), done};
   auto r = state.catch_up("n1", fresh, "mine", [](const Ledger&) -> Result<Allocation> { return Error{"not called"}; });
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->applied, 0u);
@@ -220,8 +207,8 @@ TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
 // not come back (nothing would ever remove it again).
 TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
-  const k8s::Pod gone = decoded(bound_pod("gone", "n1", 0, 100, 16384));
+  state.apply_node(decoded_node("n1", 2));
+  const k8s::Pod gone = decoded_pod(bound_share_pod("gone", "n1", 0, 100, 16384));
   state.apply_pod(gone);
   state.delete_pod(gone);
   reserve(state, "mine", "n1", 0);
@@ -233,7 +220,7 @@ TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
 
 TEST(ClusterStateCatchUp, AReservationReleasedMeanwhileIsNotBound) {
   k8s::ClusterState state({nullptr, 30s});
-  state.apply_node(node("n1", 2));
+  state.apply_node(decoded_node("n1", 2));
   auto r = state.catch_up("n1", {}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("released meanwhile"), std::string::npos) << r.message();

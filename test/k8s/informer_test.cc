@@ -9,7 +9,7 @@
 #include <random>
 
 #include "k8s/contract/fracpack.h"
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 namespace fracpack::testing {
 namespace {

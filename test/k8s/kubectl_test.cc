@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 extern char** environ;
 

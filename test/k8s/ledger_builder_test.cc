@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/contract/fracpack.h"
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 namespace fracpack::k8s {
 namespace {

@@ -13,7 +13,7 @@
 #include "k8s/reconciler.h"
 #include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 namespace fracpack::testing {
 namespace {

@@ -19,7 +19,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/objects.h"
 #include "test/manifests/chart_renderer.h"
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::testing {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::scheduling {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack {
 namespace {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "scheduling/fit.h"
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::scheduling {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduling/scheduler.h"
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::scheduling {
 namespace {

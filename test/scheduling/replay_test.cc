@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "scheduling/go_rand.h"
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::replay {
 namespace {

@@ -1,11 +1,11 @@
-// The CI-sized chaos soak (test/server/chaos.h): about a minute of random
+// The CI-sized chaos soak (test/support/chaos.h): about a minute of random
 // pods, deletions, API faults and SIGKILL restarts of fracpack, with zero
 // invariant violations. The long run is bench/chaos_bench.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "test/server/chaos.h"
+#include "test/support/chaos.h"
 
 namespace fracpack::testing {
 namespace {

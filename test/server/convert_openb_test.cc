@@ -6,7 +6,7 @@
 #include "scheduling/go_rand.h"
 #include "scheduling/replay/openb.h"
 #include "scheduling/replay/sequence.h"
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 namespace fracpack {
 namespace {
@@ -40,18 +40,13 @@ TEST(ConvertOpenb, TheSnapshotReplaysAsTheExperimentDoes) {
     auto direct = replay::run_experiment(setup, policy, 42, ro);
     ASSERT_TRUE(direct.ok());
 
-    scheduling::Ledger ledger;
-    k8s::load_ledger(*st, ledger);
-    std::vector<std::string> order;
-    for (const auto& n : st->nodes) order.push_back(n.name);
     scheduling::PolicyOptions po;
     po.workload = std::make_shared<scheduling::ShapeCounts>(*st->workload);
     auto pol = scheduling::make_policy(policy, po);
     ASSERT_TRUE(pol.ok());
     replay::SequenceOptions so;
     so.record_placements = true;
-    auto via_snapshot =
-        replay::place_in_order(ledger, order, **pol, st->pending, scheduling::Workload::typical(*st->workload), so);
+    auto via_snapshot = k8s::replay_snapshot(*st, **pol, scheduling::Workload::typical(*st->workload), so);
 
     ASSERT_EQ(via_snapshot.placements.size(), direct->placements.size());
     size_t same = 0;

@@ -3,7 +3,7 @@
 // checks the log of a real process).
 #include <gtest/gtest.h>
 
-#include "test/server/server_fixture.h"
+#include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
 namespace {

@@ -18,8 +18,8 @@
 #include "scheduling/replay/experiment.h"
 #include "scheduling/replay/openb.h"
 #include "scheduling/replay/sequence.h"
-#include "test/server/server_fixture.h"
-#include "test/testlib.h"
+#include "test/support/server_fixture.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::testing {
 namespace {
@@ -47,10 +47,6 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
   const k8s::SnapshotState state = k8s::read_snapshot(*list, contract);
   const k8s::SnapshotState* st = &state;
   ASSERT_TRUE(st->workload);
-  scheduling::Ledger ledger;
-  k8s::load_ledger(*st, ledger);
-  std::vector<std::string> order;
-  for (const auto& n : st->nodes) order.push_back(n.name);
   scheduling::PolicyOptions po;
   po.workload = std::make_shared<scheduling::ShapeCounts>(*st->workload);
   auto policy = scheduling::make_policy("fracpack", po);
@@ -58,7 +54,9 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
   replay::SequenceOptions so;
   so.fit.check_node_resources = true;
   so.record_placements = true;
-  const auto expected = replay::place_in_order(ledger, order, **policy, st->pending, scheduling::Workload::typical(*st->workload), so);
+  const auto expected = k8s::replay_snapshot(*st, **policy, scheduling::Workload::typical(*st->workload), so);
+  std::vector<std::string> order;
+  for (const auto& n : st->nodes) order.push_back(n.name);
 
   // The cluster: the same objects in the API server.
   config::Config c = test_config();

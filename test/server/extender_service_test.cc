@@ -10,7 +10,7 @@
 
 #include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
-#include "test/server/server_fixture.h"
+#include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
 namespace {

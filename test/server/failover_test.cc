@@ -1,4 +1,4 @@
-// The CI-sized failover soak (test/server/failover.h): two fracpack
+// The CI-sized failover soak (test/support/failover.h): two fracpack
 // processes on the test API server, kube-scheduler's calls moved from one to
 // the other at each failover, watches cut mid-event on 10 % of events (more
 // than the long run's 3 %, so a run of seconds sees watches fall behind as
@@ -9,7 +9,7 @@
 
 #include <cstdlib>
 
-#include "test/server/failover.h"
+#include "test/support/failover.h"
 
 namespace fracpack::testing {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
-#include "test/k8s/fake_apiserver.h"
-#include "test/server/server_fixture.h"
+#include "test/support/fake_apiserver.h"
+#include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
 namespace {

@@ -7,8 +7,8 @@
 #include <regex>
 #include <thread>
 
-#include "test/server/server_fixture.h"
-#include "test/testlib.h"
+#include "test/support/server_fixture.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::testing {
 namespace {

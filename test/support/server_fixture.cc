@@ -1,4 +1,4 @@
-#include "test/server/server_fixture.h"
+#include "test/support/server_fixture.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <regex>
 #include <thread>
 
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 extern char** environ;
 

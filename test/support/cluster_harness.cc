@@ -1,4 +1,4 @@
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 #include <nlohmann/json.hpp>
 #include <set>
@@ -96,6 +96,17 @@ AnnotatedUse annotated_use(const FakeApiServer& server, const k8s::Contract& con
   }
   return out;
 }
+
+std::map<std::string, std::string> half_card() { return {{"fracpack.io/gpu-cores", "50"}, {"fracpack.io/gpu-memory", "8192"}}; }
+
+std::string bound_share_pod(const std::string& name, const std::string& node, int card, int percent, int64_t memory_mib) {
+  return pod_object(PodSpec(name, "default", node, "Running", half_card(),
+                            {{"fracpack.io/allocation", allocation_annotation(node, {{card, percent}}, memory_mib)}}, "u-" + name));
+}
+
+k8s::Pod decoded_pod(const std::string& text) { return *k8s::parse_pod(text, fracpack_contract().selection()); }
+
+k8s::Node decoded_node(const std::string& name, int gpus) { return *k8s::parse_node(node_object(name, gpus), fracpack_contract().selection()); }
 
 k8s::ClientConfig client_for(const FakeApiServer& server) {
   k8s::ClientConfig c;

@@ -1,4 +1,4 @@
-#include "test/server/chaos.h"
+#include "test/support/chaos.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/objects.h"
 #include "scheduling/fit.h"
-#include "test/server/server_fixture.h"
+#include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
 namespace {

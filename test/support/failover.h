@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "test/server/soak_options.h"
+#include "test/support/soak_options.h"
 
 namespace fracpack::testing {
 

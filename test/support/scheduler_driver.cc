@@ -1,4 +1,4 @@
-#include "test/server/scheduler_driver.h"
+#include "test/support/scheduler_driver.h"
 
 #include <algorithm>
 #include <cctype>

@@ -16,7 +16,7 @@
 #include "k8s/cluster_informers.h"
 #include "k8s/cluster_state.h"
 #include "k8s/informer.h"
-#include "test/k8s/fake_apiserver.h"
+#include "test/support/fake_apiserver.h"
 
 namespace fracpack::testing {
 
@@ -37,6 +37,14 @@ struct PodSpec {
   std::string uid;      // "" lets the server choose
 };
 std::string pod_object(const PodSpec& p);
+
+// Half a card's limits: 50 % compute and 8 GiB.
+std::map<std::string, std::string> half_card();
+// A pod another scheduler bound: on `node`, card `card`, with its record (uid "u-<name>").
+std::string bound_share_pod(const std::string& name, const std::string& node, int card, int percent = 50, int64_t memory_mib = 8192);
+// Objects decoded as the fracpack contract decodes them.
+k8s::Pod decoded_pod(const std::string& json);
+k8s::Node decoded_node(const std::string& name, int gpus);
 
 // The allocation annotation of a single-container share.
 std::string allocation_annotation(const std::string& node, const std::vector<std::pair<int, int>>& cards_cores_percent,

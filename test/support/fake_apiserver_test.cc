@@ -1,6 +1,6 @@
 // The fixture's own fidelity where the reference is specific and the
 // informer tests would not notice a slip.
-#include "test/k8s/fake_apiserver.h"
+#include "test/support/fake_apiserver.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "k8s/api_client.h"
 #include "k8s/json_stream.h"
-#include "test/k8s/cluster_harness.h"
+#include "test/support/cluster_harness.h"
 
 namespace fracpack::testing {
 namespace {

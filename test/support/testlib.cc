@@ -1,4 +1,4 @@
-#include "test/testlib.h"
+#include "test/support/testlib.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

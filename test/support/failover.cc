@@ -1,4 +1,4 @@
-#include "test/server/failover.h"
+#include "test/support/failover.h"
 
 #include <signal.h>
 
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduling/model.h"
-#include "test/server/server_fixture.h"
+#include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
 namespace {

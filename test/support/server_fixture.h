@@ -13,8 +13,8 @@
 
 #include "config/config.h"
 #include "server/daemon.h"
-#include "test/k8s/cluster_harness.h"
-#include "test/server/scheduler_driver.h"
+#include "test/support/cluster_harness.h"
+#include "test/support/scheduler_driver.h"
 
 namespace fracpack::testing {
 
