@@ -8,10 +8,13 @@ std::string demand_key(const PodRequest& pod) {
   std::string k = std::to_string(pod.cpu_milli) + "/" + std::to_string(pod.memory_bytes);
   for (const ContainerRequest& c : pod.containers) {
     k += "|" + std::string(c.init ? "i" : "a") + std::to_string(c.cards) + "x" + std::to_string(c.cores) + "," +
-         std::to_string(c.memory_mib) + "," + std::to_string(c.memory_percent);
+         std::to_string(c.memory_mib) + "," + std::to_string(c.memory_percent) + (c.alone ? "A" : "") +
+         (c.percent_rounds_down ? "D" : "");
   }
-  k += "|m";
+  k += pod.model_match == PodRequest::ModelMatch::kExact ? "|m" : "|M";
   for (const auto& m : pod.allowed_models) k += m + ";";
+  k += "|-";
+  for (const auto& m : pod.excluded_models) k += m + ";";
   k += "|u";
   for (const auto& u : pod.uuid_allow) k += u + ";";
   k += "|x";

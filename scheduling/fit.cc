@@ -10,11 +10,23 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// Can one share of `c` go on this card, given the card's usage?
-bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use) {
-  return card.schedulable() && use.cores < kCardMilli && kCardMilli - use.cores >= c.cores &&
-         card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib);
+bool contains_ignoring_case(std::string_view haystack, std::string_view needle) {
+  auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
+  if (needle.size() > haystack.size()) return false;
+  for (size_t i = 0; i + needle.size() <= haystack.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() && lower(haystack[i + k]) == lower(needle[k])) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
 }
+
+// Does a model list name this card's model?
+bool names_model(const PodRequest& pod, const std::vector<std::string>& list, const std::string& model) {
+  if (pod.model_match == PodRequest::ModelMatch::kExact) return contains(list, model);
+  return std::any_of(list.begin(), list.end(), [&](const std::string& m) { return contains_ignoring_case(model, m); });
+}
+
 
 // Could one share of `c` ever go on this card (empty, healthy)?
 bool share_could_fit(const ContainerRequest& c, const Card& card) {
@@ -106,7 +118,8 @@ class AppSearch {
   bool same_kind(uint8_t a, uint8_t b) const {
     const Card& x = node_.cards()[a];
     const Card& y = node_.cards()[b];
-    return x.numa == y.numa && x.memory_mib == y.memory_mib && x.model == y.model && use_[a] == use_[b] &&
+    return x.numa == y.numa && x.memory_mib == y.memory_mib && x.model == y.model && x.max_sharers == y.max_sharers &&
+           use_[a] == use_[b] &&
            x.uuid.empty() && y.uuid.empty();
   }
 
@@ -217,8 +230,15 @@ bool assign_impl(const PodRequest& pod, const NodeState& node, const CardRanker&
 
 }  // namespace
 
+bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use) {
+  return card.schedulable() && use.cores < kCardMilli && kCardMilli - use.cores >= c.cores &&
+         card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib) &&
+         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0);
+}
+
 bool card_compatible(const PodRequest& pod, const Card& card) {
-  if (!pod.allowed_models.empty() && !contains(pod.allowed_models, card.model)) return false;
+  if (!pod.allowed_models.empty() && !names_model(pod, pod.allowed_models, card.model)) return false;
+  if (!pod.excluded_models.empty() && names_model(pod, pod.excluded_models, card.model)) return false;
   if (!pod.uuid_allow.empty() && !contains(pod.uuid_allow, card.uuid)) return false;
   if (!pod.uuid_exclude.empty() && contains(pod.uuid_exclude, card.uuid)) return false;
   return true;
@@ -297,7 +317,7 @@ FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& op
   const auto& cards = node.cards();
   if (cards.empty()) {
     r.unresolvable = true;
-    r.reason = "node has no fracpack GPUs";
+    r.reason = node.spec().excluded.empty() ? "node has no fracpack GPUs" : node.spec().excluded;
     return r;
   }
   // Static checks: can enough cards ever serve each container?
@@ -322,7 +342,8 @@ FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& op
         std::string allowed;
         for (const auto& m : pod.allowed_models) allowed += (allowed.empty() ? "" : "|") + m;
         r.reason = "no GPU of model " + allowed + " (node has " + cards.front().model + ")";
-      } else if (!pod.uuid_allow.empty() || !pod.uuid_exclude.empty() || !pod.allowed_models.empty()) {
+      } else if (!pod.uuid_allow.empty() || !pod.uuid_exclude.empty() || !pod.allowed_models.empty() ||
+                 !pod.excluded_models.empty()) {
         r.reason = who + " needs " + gpus(c.cards) + " matching the pod's model/UUID constraints, node has " +
                    gpus(compatible, true);
       } else {

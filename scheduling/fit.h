@@ -65,6 +65,11 @@ struct FitResult {
 // Can this card ever serve the pod (model, UUID lists)? Ignores usage and health.
 bool card_compatible(const PodRequest& pod, const Card& card);
 
+// Can one share of `c` go on this card now: schedulable, compute and memory
+// free, the card's sharer limit, and a share that must be alone. The one
+// rule every policy's card choice follows.
+bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use);
+
 // Full check with the reason; the picks follow `ranker`.
 FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker);
 

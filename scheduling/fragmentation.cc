@@ -69,8 +69,10 @@ void FragmentationModel::cards_of(const NodeState& node, std::vector<CardFree>& 
   const auto& cards = node.cards();
   for (size_t p = 0; p < cards.size(); ++p) {
     CardFree f;
-    f.cores = cards[p].schedulable() ? node.free_cores(p) : 0;
-    f.memory_mib = cards[p].schedulable() ? node.free_memory(p) : 0;
+    // A card serving its most sharers takes nothing more, like an unschedulable one.
+    const bool open = cards[p].schedulable() && (cards[p].max_sharers == 0 || node.use()[p].sharers < cards[p].max_sharers);
+    f.cores = open ? node.free_cores(p) : 0;
+    f.memory_mib = open ? node.free_memory(p) : 0;
     f.total_memory_mib = cards[p].memory_mib;
     f.model = model_id(cards[p].model);
     out.push_back(f);

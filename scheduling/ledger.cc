@@ -42,6 +42,10 @@ Status allocation_fits(const NodeState& node, const Allocation& allocation) {
     if (!card.healthy) return Error{where + " is unhealthy"};
     if (card.cordoned) return Error{where + " is cordoned"};
     if (node.use()[p].cores >= kCardMilli) return Error{where + " is taken exclusively"};
+    if (card.max_sharers > 0 && node.use()[p].sharers + charge.shares > card.max_sharers) {
+      return Error{where + " already serves " + std::to_string(node.use()[p].sharers) + " of its " +
+                   std::to_string(card.max_sharers) + " shares"};
+    }
     if (charge.cores > node.free_cores(p)) {
       return Error{where + " has " + std::to_string(node.free_cores(p) / 10) + "% compute free, needs " +
                    std::to_string((charge.cores + 9) / 10) + "%"};
@@ -83,7 +87,7 @@ int64_t Ledger::charge(NodeState& node, const PodRecord& pod, int sign) {
     CardUse& use = node.use_[static_cast<size_t>(pos)];
     use.memory_mib += sign * c.memory_mib;
     use.cores += sign * c.cores;
-    use.sharers += sign;
+    use.sharers += sign * c.shares;
     cores += sign * c.cores;
   }
   node.cpu_requested_ += sign * pod.cpu_milli;
@@ -175,7 +179,7 @@ void Ledger::remove_node(std::string_view name) {
   if (it == nodes_.end()) return;
   NodeState& node = it->second;
   for (const PodRecord* pod : node.pods_) apply(node, *pod, -1);
-  node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}};
+  node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}, {}};
   node.use_.clear();
   node.present_ = false;
   for (const PodRecord* pod : node.pods_) apply(node, *pod, +1);  // CPU/memory only: no cards
@@ -376,7 +380,7 @@ Status Ledger::check_invariants(bool capacity) const {
         if (pos < 0) continue;
         expect[static_cast<size_t>(pos)].memory_mib += c.memory_mib;
         expect[static_cast<size_t>(pos)].cores += c.cores;
-        expect[static_cast<size_t>(pos)].sharers += 1;
+        expect[static_cast<size_t>(pos)].sharers += c.shares;
       }
       cpu += pod.cpu_milli;
       mem += pod.memory_bytes;

@@ -1,5 +1,5 @@
 // The ledger: per node, per card, how much memory and compute is held and by
-// how many pods; per pod UID, what it holds and whether that is only assumed
+// how many container shares; per pod UID, what it holds and whether that is only assumed
 // (reserved by a bind in flight) or confirmed (read back from the pod's
 // allocation annotation). It is rebuilt from the API server's list+watch, so
 // a restart yields the same ledger; it owns no I/O and reads no clock.
@@ -51,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 struct CardUse {
   int64_t memory_mib = 0;
   int cores = 0;
-  int sharers = 0;
+  int sharers = 0;  // container shares on the card (CardCharge::shares summed)
   bool operator==(const CardUse&) const = default;
 };
 

@@ -13,7 +13,7 @@ std::vector<CardCharge> charges_of(const Allocation& allocation) {
     for (auto& c : v) {
       if (c.index == index) return c;
     }
-    v.push_back(CardCharge{index, 0, 0});
+    v.push_back(CardCharge{index, 0, 0, 0});
     return v.back();
   };
   for (const auto& container : allocation.containers) {
@@ -22,10 +22,12 @@ std::vector<CardCharge> charges_of(const Allocation& allocation) {
         CardCharge& c = find(init_max, share.index);
         c.memory_mib = std::max(c.memory_mib, share.memory_mib);
         c.cores = std::max(c.cores, share.cores);
+        c.shares = 1;
       } else {
         CardCharge& c = find(app, share.index);
         c.memory_mib += share.memory_mib;
         c.cores += share.cores;
+        c.shares += 1;
       }
     }
   }
@@ -33,6 +35,7 @@ std::vector<CardCharge> charges_of(const Allocation& allocation) {
     CardCharge& c = find(app, i.index);
     c.memory_mib = std::max(c.memory_mib, i.memory_mib);
     c.cores = std::max(c.cores, i.cores);
+    c.shares = std::max(c.shares, i.shares);
   }
   std::sort(app.begin(), app.end(), [](const CardCharge& a, const CardCharge& b) { return a.index < b.index; });
   return app;

@@ -24,6 +24,7 @@ struct Card {
   int numa = 0;              // NUMA node of the card
   bool healthy = true;       // unhealthy cards take no new placements
   bool cordoned = false;     // operator-excluded from new placements
+  int max_sharers = 0;       // most container shares the card's agent serves at once (HAMi's split count); 0: no limit
 
   bool schedulable() const { return healthy && !cordoned; }
   bool operator==(const Card&) const = default;
@@ -35,6 +36,9 @@ struct NodeSpec {
   int64_t cpu_milli = 0;     // allocatable CPU
   int64_t memory_bytes = 0;  // allocatable memory
   std::vector<Card> cards;
+  // Non-empty: the node takes no placement from this deployment, and this
+  // says why (its cards are registered by another contract's node agent).
+  std::string excluded;
 
   bool operator==(const NodeSpec&) const = default;
 };
@@ -47,10 +51,12 @@ struct ContainerRequest {
   int64_t memory_mib = 0;    // per card, absolute; or
   int memory_percent = 0;    // per card, percent of that card's memory (0..100)
   int cores = 0;             // per card, milli of compute (0..1000); 1000 = exclusive card
+  bool alone = false;        // each of its cards must hold no other share (HAMi: 100 % cores)
+  bool percent_rounds_down = false;  // a percentage of a card's memory rounds down (HAMi), else up
 
-  // Memory this container needs on a card of the given size (percent rounds up).
+  // Memory this container needs on a card of the given size.
   int64_t memory_on(int64_t card_memory_mib) const {
-    return memory_mib + (card_memory_mib * memory_percent + 99) / 100;
+    return memory_mib + (card_memory_mib * memory_percent + (percent_rounds_down ? 0 : 99)) / 100;
   }
   bool operator==(const ContainerRequest&) const = default;
 };
@@ -65,6 +71,11 @@ struct PodRequest {
   int64_t memory_bytes = 0;
   std::vector<ContainerRequest> containers;   // only containers that ask for GPUs
   std::vector<std::string> allowed_models;    // empty: any model
+  std::vector<std::string> excluded_models;   // never these models
+  // How a model list entry matches a card's model: the whole name, or
+  // (HAMi's use-gputype) any part of it, ignoring case.
+  enum class ModelMatch { kExact, kContainsIgnoringCase };
+  ModelMatch model_match = ModelMatch::kExact;
   std::vector<std::string> uuid_allow;        // empty: any card
   std::vector<std::string> uuid_exclude;
   bool numa_single = false;                   // all cards of a container on one NUMA node
@@ -99,11 +110,13 @@ struct Allocation {
 // What a pod holds on one card. App containers run together, init containers
 // one at a time before them, so the pod's hold is, per dimension, the max of
 // (sum over app containers, each init container): Kubernetes' effective-request
-// rule applied card by card.
+// rule applied card by card. `shares` counts container shares the same way
+// (what a card's sharer limit counts).
 struct CardCharge {
   int index = 0;
   int64_t memory_mib = 0;
   int cores = 0;
+  int shares = 0;
   bool operator==(const CardCharge&) const = default;
 };
 

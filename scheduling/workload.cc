@@ -15,7 +15,11 @@ PodShape shape_of(const PodRequest& pod) {
     s.memory_mib = std::max(s.memory_mib, c.memory_mib);
     s.memory_percent = std::max(s.memory_percent, c.memory_percent);
   }
-  for (const auto& m : pod.allowed_models) s.models += (s.models.empty() ? "" : "|") + m;
+  // Only exact model names make a shape's model list (a part of a name, as
+  // HAMi's use-gputype gives, names no model the fragmentation measure knows).
+  if (pod.model_match == PodRequest::ModelMatch::kExact) {
+    for (const auto& m : pod.allowed_models) s.models += (s.models.empty() ? "" : "|") + m;
+  }
   return s;
 }
 

@@ -23,9 +23,8 @@ double share_options(FragmentationModel& model, const PodRequest& pod, const Nod
   for (size_t p = 0; p < cards.size(); ++p) {
     const Card& card = node.cards()[p];
     const CardUse& use = node.use()[p];
-    if (!card.schedulable() || !card_compatible(pod, card) || use.cores >= kCardMilli) continue;
+    if (!card_compatible(pod, card) || !share_fits(c, card, use)) continue;
     const int64_t mem = c.memory_on(card.memory_mib);
-    if (node.free_cores(p) < c.cores || node.free_memory(p) < mem) continue;
     CardFree saved = cards[p];
     cards[p].cores -= c.cores;
     cards[p].memory_mib -= mem;

@@ -119,10 +119,7 @@ class Fracpack final : public Policy {
       for (size_t p = 0; p < base.size(); ++p) {
         const Card& card = node.cards()[p];
         const int64_t mem = c.memory_on(card.memory_mib);
-        if (!card.schedulable() || !card_compatible(pod, card) || node.use()[p].cores >= kCardMilli ||
-            node.free_cores(p) < c.cores || node.free_memory(p) < mem) {
-          continue;
-        }
+        if (!card_compatible(pod, card) || !share_fits(c, card, node.use()[p])) continue;
         add[p] = {c.cores, mem};
         const double f = frag_with(measure_, node, base, add, pod.cpu_milli);
         add[p] = {0, 0};

@@ -1,5 +1,7 @@
 #include "scheduling/fit.h"
 
+#include "scheduling/decision_cache.h"
+
 #include <gtest/gtest.h>
 
 #include "test/support/testlib.h"
@@ -220,6 +222,109 @@ TEST(Fit, UnknownNode) {
   FitResult r = fit(pod("a", 1, 100), *l.node("ghost"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_EQ(r.reason, "node is not known to fracpack");
+}
+
+// HAMi's split count: a card serves at most max_sharers container shares,
+// whatever memory and compute it has left.
+TEST(Fit, ACardsSharerLimitCountsContainerShares) {
+  Ledger l;
+  NodeSpec spec = node("n", 2, 16384);
+  for (auto& c : spec.cards) c.max_sharers = 2;
+  l.upsert_node(spec);
+  EXPECT_EQ(place(l, "n", pod("a", 1, 100, 1000)), std::vector<int>{0});
+  EXPECT_EQ(place(l, "n", pod("b", 1, 100, 1000)), std::vector<int>{0});
+  EXPECT_EQ(place(l, "n", pod("c", 1, 100, 1000)), std::vector<int>{1});  // card 0 serves its 2
+  EXPECT_EQ(l.node("n")->use()[0].sharers, 2);
+  EXPECT_EQ(place(l, "n", pod("d", 1, 100, 1000)), std::vector<int>{1});
+  EXPECT_FALSE(fits(pod("e", 1, 10, 10), *l.node("n"), FitOptions{}));
+  FitResult r = fit(pod("e", 1, 10, 10), *l.node("n"), FitOptions{}, kBest);
+  EXPECT_FALSE(r.fits);
+  EXPECT_FALSE(r.unresolvable);  // they free up as pods leave
+  // The ledger refuses a reservation past the limit, naming it.
+  Allocation over{"n", {ContainerAllocation{"main", false, {CardShare{0, "", 10, 10}}}}};
+  Status s = l.assume(PodFacts{"x", "d/x", 0, 0}, over, Clock::time_point::max());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("already serves 2 of its 2 shares"), std::string::npos) << s.message();
+  ASSERT_TRUE(l.check_invariants().ok());
+  // Two containers of one pod on one card are two shares (as HAMi counts them).
+  Ledger two;
+  NodeSpec one_card = node("m", 1, 16384);
+  one_card.cards[0].max_sharers = 3;
+  two.upsert_node(one_card);
+  PodRequest pair = pod("p", 1, 100, 1000);
+  pair.containers.push_back(pair.containers[0]);
+  pair.containers[1].name = "second";
+  place(two, "m", pair);
+  EXPECT_EQ(two.node("m")->use()[0].sharers, 2);
+  EXPECT_TRUE(fits(pod("q", 1, 100, 1000), *two.node("m"), FitOptions{}));
+  place(two, "m", pod("q", 1, 100, 1000));
+  EXPECT_FALSE(fits(pod("r", 1, 100, 1000), *two.node("m"), FitOptions{}));
+  EXPECT_TRUE(two.check_invariants().ok());
+}
+
+// A share that must be alone (HAMi: 100 % of the cores) takes only an empty
+// card, even one whose other sharer asked for no compute.
+TEST(Fit, AShareThatMustBeAloneTakesOnlyAnEmptyCard) {
+  Ledger l;
+  l.upsert_node(node("n", 2, 16384));
+  EXPECT_EQ(place(l, "n", pod("a", 1, 0, 2000)), std::vector<int>{0});
+  PodRequest alone = pod("b", 1, 1000, 4000);
+  alone.containers[0].alone = true;
+  EXPECT_EQ(place(l, "n", alone), std::vector<int>{1});
+  EXPECT_FALSE(fits(alone, *l.node("n"), FitOptions{}));
+  PodRequest not_alone = alone;
+  not_alone.containers[0].alone = false;
+  not_alone.uid = "uid-c";
+  EXPECT_TRUE(fits(not_alone, *l.node("n"), FitOptions{}));  // card 0: no compute used, memory free
+  // Card 1 is taken by all of its compute: even a share asking none goes to card 0.
+  EXPECT_EQ(place(l, "n", pod("d", 1, 0, 100)), std::vector<int>{0});
+}
+
+TEST(Fit, ModelListsMatchWholeNamesOrPartsIgnoringCase) {
+  Ledger l;
+  NodeSpec spec = node("n", 2, 16384);
+  spec.cards[0].model = "NVIDIA-Tesla V100-PCIE-32GB";
+  spec.cards[1].model = "NVIDIA A100-SXM4-80GB";
+  l.upsert_node(spec);
+  PodRequest p = pod("a", 1, 100, 1000);
+  p.allowed_models = {"a100"};
+  EXPECT_FALSE(fits(p, *l.node("n"), FitOptions{}));  // exact: no card is called "a100"
+  p.model_match = PodRequest::ModelMatch::kContainsIgnoringCase;
+  EXPECT_EQ(place(l, "n", p), std::vector<int>{1});
+  PodRequest q = pod("b", 1, 100, 1000);
+  q.model_match = PodRequest::ModelMatch::kContainsIgnoringCase;
+  q.excluded_models = {"v100", "H100"};
+  EXPECT_EQ(place(l, "n", q), std::vector<int>{1});
+  q.excluded_models = {"nvidia"};
+  FitResult r = fit(q, *l.node("n"), FitOptions{}, kBest);
+  EXPECT_FALSE(r.fits);
+  EXPECT_TRUE(r.unresolvable);
+  EXPECT_NE(r.reason.find("model/UUID constraints"), std::string::npos) << r.reason;
+  // The decision cache tells the two matchings and the lists apart.
+  EXPECT_NE(demand_key(p), demand_key(q));
+  PodRequest exact = p;
+  exact.model_match = PodRequest::ModelMatch::kExact;
+  EXPECT_NE(demand_key(p), demand_key(exact));
+}
+
+TEST(Fit, APercentageRoundsUpOrDownAsTheContractSays) {
+  ContainerRequest c;
+  c.memory_percent = 33;
+  EXPECT_EQ(c.memory_on(40537), 13378);  // fracpack: never less than asked
+  c.percent_rounds_down = true;
+  EXPECT_EQ(c.memory_on(40537), 13377);  // HAMi: Totalmem * pct / 100
+}
+
+TEST(Fit, AnExcludedNodeSaysWhy) {
+  Ledger l;
+  NodeSpec spec = node("n", 0);
+  spec.excluded = "node n's GPUs are registered for HAMi (annotation hami.io/node-nvidia-register)";
+  l.upsert_node(spec);
+  FitResult r = fit(pod("a", 1, 100), *l.node("n"), FitOptions{}, kBest);
+  EXPECT_FALSE(r.fits);
+  EXPECT_TRUE(r.unresolvable);
+  EXPECT_EQ(r.reason, spec.excluded);
+  EXPECT_TRUE(fits(pod("cpu-only", 0, 0), *l.node("n"), FitOptions{}));
 }
 
 }  // namespace

@@ -177,9 +177,9 @@ TEST(Ledger, InitContainersChargeTheMaxCardByCard) {
   a.containers.push_back(ContainerAllocation{"init", true, {CardShare{0, "", 4000, 100}, CardShare{2, "", 100, 900}}});
   const auto charges = charges_of(a);
   ASSERT_EQ(charges.size(), 3u);
-  EXPECT_EQ(charges[0], (CardCharge{0, 4000, 300}));  // max(1500, 4000) MiB, max(300, 100) milli
-  EXPECT_EQ(charges[1], (CardCharge{1, 1000, 200}));
-  EXPECT_EQ(charges[2], (CardCharge{2, 100, 900}));
+  EXPECT_EQ(charges[0], (CardCharge{0, 4000, 300, 2}));  // max(1500, 4000) MiB, max(300, 100) milli, 2 app shares
+  EXPECT_EQ(charges[1], (CardCharge{1, 1000, 200, 1}));
+  EXPECT_EQ(charges[2], (CardCharge{2, 100, 900, 1}));  // the init container's alone
 }
 
 // Random operation sequences through the public API; the invariants hold

@@ -139,5 +139,28 @@ TEST(Scheduler, TiesGoToTheEarliestNodeAndFailuresAreExplained) {
   EXPECT_TRUE(l.check_invariants().ok());
 }
 
+// Every policy's card choice follows the card's sharer limit (fit.h share_fits).
+TEST(Policy, EveryPolicyRespectsACardsSharerLimit) {
+  PolicyOptions o;
+  auto half = std::make_shared<ShapeCounts>();
+  half->add(PodShape{1000, 500, 1, 0, 0, ""});
+  o.workload = half;
+  for (const std::string& name : policy_names()) {
+    Ledger l;
+    NodeSpec spec = node("n", 2, 16384);
+    for (auto& c : spec.cards) c.max_sharers = 1;
+    l.upsert_node(spec);
+    // Card 0 is the fuller one (every packing policy's favourite) but serves its one sharer.
+    l.confirm(PodFacts{"used", "d/used", 0, 0},
+              Allocation{"n", {ContainerAllocation{"x", false, {CardShare{0, "", 1000, 200}}}}});
+    auto pol = make_policy(name, o);
+    ASSERT_TRUE(pol.ok()) << name;
+    Evaluation e;
+    ASSERT_TRUE((*pol)->evaluate(pod("p", 1, 100, 1000), *l.node("n"), e)) << name;
+    ASSERT_EQ(e.picks.size, 1) << name;
+    EXPECT_EQ(e.picks.pos[0], 1) << name;
+  }
+}
+
 }  // namespace
 }  // namespace fracpack::scheduling
