@@ -227,6 +227,7 @@ Result<std::pair<std::string, uint16_t>> parse_listen(std::string_view text) {
 }
 
 Status validate(const Config& c) {
+  if (auto contract = k8s::make_contract(c.contract); !contract) return Error{"contract.profile: " + contract.message()};
   if (auto l = parse_listen(c.listen); !l) return Error{"listen: " + l.message()};
   if (!c.metrics_listen.empty()) {
     auto m = parse_listen(c.metrics_listen);
@@ -362,22 +363,61 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
 
   Section contract = top.sub("contract");
   err += contract.check_is_map();
-  k8s::ContractNames& n = c.names;
-  const std::pair<const char*, std::string*> names[] = {
-      {"gpu", &n.gpu}, {"gpuMemory", &n.gpu_memory}, {"gpuMemoryPercent", &n.gpu_memory_percent}, {"gpuCores", &n.gpu_cores},
-      {"gpuModel", &n.model}, {"gpuUuid", &n.uuid}, {"gpuUuidExclude", &n.uuid_exclude}, {"numa", &n.numa},
-      {"gpuDevices", &n.devices}, {"gpuCordon", &n.cordon}, {"allocation", &n.allocation}, {"gpuIndices", &n.indices},
-      {"gfdCount", &n.gfd_count}, {"gfdMemory", &n.gfd_memory}, {"gfdProduct", &n.gfd_product}};
-  for (const auto& [key, target] : names) {
-    std::string* out = target;  // clang 14 cannot capture a structured binding
-    err += contract.field(key, [out](const YAML::Node& v, const Where& w) -> Status {
-      auto s = scalar(v, w, "a resource or annotation name");
-      if (!s) return Error{s.message()};
-      if (s->empty() || s->find_first_of(" \t\"") != std::string::npos) return w.error("\"" + *s + "\" is not a valid name");
-      *out = *s;
-      return Status::Ok();
-    });
-  }
+  err += contract.field("profile", [&c](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "a profile name");
+    if (!s) return Error{s.message()};
+    const auto& known = k8s::profile_names();
+    if (std::find(known.begin(), known.end(), *s) == known.end()) {
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      return w.error("unknown profile \"" + *s + "\" (known: " + list + ")");
+    }
+    c.contract.profile = *s;
+    return Status::Ok();
+  });
+  // Resource and annotation names, checked the same way for every profile.
+  auto read_names = [&err](Section& section, std::initializer_list<std::pair<const char*, std::string*>> names) {
+    for (const auto& [key, target] : names) {
+      std::string* out = target;  // clang 14 cannot capture a structured binding
+      err += section.field(key, [out](const YAML::Node& v, const Where& w) -> Status {
+        auto s = scalar(v, w, "a resource or annotation name");
+        if (!s) return Error{s.message()};
+        if (s->empty() || s->find_first_of(" \t\"") != std::string::npos) return w.error("\"" + *s + "\" is not a valid name");
+        *out = *s;
+        return Status::Ok();
+      });
+    }
+  };
+  k8s::ContractNames& n = c.contract.fracpack;
+  read_names(contract, {{"gpu", &n.gpu}, {"gpuMemory", &n.gpu_memory}, {"gpuMemoryPercent", &n.gpu_memory_percent}, {"gpuCores", &n.gpu_cores},
+                        {"gpuModel", &n.model}, {"gpuUuid", &n.uuid}, {"gpuUuidExclude", &n.uuid_exclude}, {"numa", &n.numa},
+                        {"gpuDevices", &n.devices}, {"gpuCordon", &n.cordon}, {"allocation", &n.allocation}, {"gpuIndices", &n.indices},
+                        {"gfdCount", &n.gfd_count}, {"gfdMemory", &n.gfd_memory}, {"gfdProduct", &n.gfd_product}});
+
+  Section hami = contract.sub("hami");
+  err += hami.check_is_map();
+  k8s::HamiNames& h = c.contract.hami;
+  read_names(hami, {{"gpu", &h.gpu}, {"gpuMemory", &h.gpu_memory}, {"gpuMemoryPercentage", &h.gpu_memory_percent},
+                    {"gpuCores", &h.gpu_cores}, {"useGpuType", &h.use_type}, {"nouseGpuType", &h.nouse_type},
+                    {"useGpuUuid", &h.use_uuid}, {"nouseGpuUuid", &h.nouse_uuid}, {"numaBind", &h.numa_bind},
+                    {"vgpuMode", &h.vgpu_mode}, {"nodeRegister", &h.register_devices}, {"gpuCordon", &h.cordon}});
+  err += hami.field("memoryFactor", int_field(c.contract.hami_options.memory_factor, 1, 1 << 20));
+  err += hami.field("defaultMemory", int_field(c.contract.hami_options.default_memory, 0, int64_t{1} << 30));
+  err += hami.field("defaultCores", int_field(c.contract.hami_options.default_cores, 0, 100));
+  err += hami.finish();
+
+  Section gpushare = contract.sub("gpushare");
+  err += gpushare.check_is_map();
+  k8s::GpushareNames& g = c.contract.gpushare;
+  read_names(gpushare, {{"gpuMemory", &g.gpu_memory}, {"gpuCount", &g.gpu_count}, {"gpuCordon", &g.cordon}});
+  err += gpushare.field("memoryUnit", [&c](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "GiB or MiB");
+    if (!s) return Error{s.message()};
+    if (*s != "GiB" && *s != "MiB") return w.error("\"" + *s + "\" is not GiB or MiB (the device plugin's --memory-unit)");
+    c.contract.gpushare_options.unit_mib = *s == "MiB" ? 1 : 1024;
+    return Status::Ok();
+  });
+  err += gpushare.finish();
   err += contract.finish();
   err += top.finish();
   if (!err.first.ok()) return Error{err.first.message()};

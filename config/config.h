@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "scheduling/result.h"
 
 namespace fracpack::config {
@@ -90,7 +90,7 @@ struct Config {
   PolicyConfig policy;
   WorkloadConfig workload;
   LogConfig log;
-  k8s::ContractNames names;  // "contract:" in the file
+  k8s::ContractConfig contract;  // "contract:" in the file: the profile, its names and options
   bool operator==(const Config&) const = default;
 };
 

@@ -28,7 +28,9 @@ std::shared_ptr<const Contract> contract_or_default(std::shared_ptr<const Contra
 ClusterState::ClusterState(SyncOptions options)
     : options_(std::move(options)),
       contract_(contract_or_default(options_.contract)),
-      builder_(*contract_, [this](std::string object, std::string message) { problem_locked(std::move(object), std::move(message)); }) {}
+      builder_(*contract_, [this](std::string object, std::string message) { problem_locked(std::move(object), std::move(message)); }) {
+  if (options_.on_node_left_alone) builder_.on_left_alone(options_.on_node_left_alone);
+}
 
 bool ClusterState::ready() const {
   std::shared_lock lock(mu_);

@@ -60,6 +60,10 @@ struct SyncOptions {
   // An assumed bind not confirmed within this is checked with the API server
   // (reconcile_assumptions) and released if its pod is not bound.
   std::chrono::milliseconds assume_ttl{30000};
+  // Called (under the state's lock) when a node starts or stops being left
+  // alone because another profile's node agent registered it ("" reason:
+  // no longer); the daemon logs it.
+  std::function<void(const std::string& node, const std::string& reason)> on_node_left_alone;
 };
 
 struct SyncCounters {

@@ -62,10 +62,10 @@ std::string node_json(const Node& n) {
   out += ",\"spec\":{";
   if (n.unschedulable) out += "\"unschedulable\":true";
   out += "},\"status\":{";
-  if (!n.allocatable.empty()) {
-    append_map(out, "capacity", n.allocatable, true);
-    append_map(out, "allocatable", n.allocatable);
-  }
+  // A node written without its own capacity shows its allocatable there.
+  const StringMap& capacity = n.capacity.empty() ? n.allocatable : n.capacity;
+  if (!capacity.empty()) append_map(out, "capacity", capacity, true);
+  if (!n.allocatable.empty()) append_map(out, "allocatable", n.allocatable, capacity.empty());
   return out + "}}";
 }
 

@@ -18,6 +18,9 @@ void LedgerBuilder::apply_node(const Node& node) {
   }
   auto spec = contract_.node_spec(node);
   if (spec) {
+    auto old = specs_.find(name);
+    const std::string before = old == specs_.end() ? std::string() : old->second.excluded;
+    if (left_alone_ && spec->excluded != before) left_alone_(name, spec->excluded);
     specs_[name] = std::move(*spec);
     malformed_nodes_.erase(name);
   } else {

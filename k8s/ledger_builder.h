@@ -56,6 +56,8 @@ class LedgerBuilder {
   const LedgerCounters& counters() const { return counters_; }
 
   void apply_node(const Node& node);
+  // Told when a node starts (reason) or stops ("") being excluded.
+  void on_left_alone(std::function<void(const std::string& node, const std::string& reason)> fn) { left_alone_ = std::move(fn); }
   void delete_node(const std::string& name);
   // A pod bound to pod.node_name and not terminal: what it holds.
   void apply_bound_pod(const Pod& pod);
@@ -83,6 +85,7 @@ class LedgerBuilder {
   std::map<std::string, std::set<std::string>> unresolved_;
   std::unordered_map<std::string, Pod> unresolved_pods_;
   LedgerCounters counters_;
+  std::function<void(const std::string&, const std::string&)> left_alone_;
 };
 
 }  // namespace fracpack::k8s

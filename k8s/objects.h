@@ -69,6 +69,7 @@ struct Pod {
 struct Node {
   ObjectMeta meta;
   StringMap allocatable;
+  StringMap capacity;  // a device plugin's totals (gpushare reads aliyun.com/gpu-mem here)
   bool unschedulable = false;
 };
 

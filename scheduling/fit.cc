@@ -376,13 +376,23 @@ FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& op
   }
   // Say what is short: the first container that cannot be placed on its own.
   for (const ContainerRequest& c : pod.containers) {
-    int available = 0;
+    int available = 0, at_limit = 0, shared = 0;
     for (size_t p = 0; p < cards.size(); ++p) {
-      if (card_compatible(pod, cards[p]) && share_fits(c, cards[p], node.use()[p])) ++available;
+      if (!card_compatible(pod, cards[p])) continue;
+      const CardUse& u = node.use()[p];
+      if (share_fits(c, cards[p], u)) {
+        ++available;
+      } else if (cards[p].max_sharers > 0 && u.sharers >= cards[p].max_sharers) {
+        ++at_limit;
+      } else if (c.alone && u.sharers > 0) {
+        ++shared;
+      }
     }
     if (available < c.cards) {
       r.reason = "insufficient GPU: " + container_label(c) + " needs " + describe(c) + ", " +
                  std::to_string(available) + " available";
+      if (at_limit > 0) r.reason += "; " + std::to_string(at_limit) + " of the others serve as many shares as their split count allows";
+      if (shared > 0) r.reason += "; " + std::to_string(shared) + " of the others hold shares and 100% compute needs a card alone";
       return r;
     }
   }

@@ -11,7 +11,7 @@
 #include "k8s/auth.h"
 #include "k8s/binding.h"
 #include "k8s/reconciler.h"
-#include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "common/file_io.h"
 #include "common/error_body.h"
 #include "k8s/extender.h"
@@ -77,8 +77,17 @@ void tune_allocator_for_large_bodies() {
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   mode_ = options_.config.cluster.snapshot.empty() ? "kubernetes" : "snapshot";
   k8s::SyncOptions so;
-  so.contract = std::make_shared<k8s::FracpackContract>(options_.config.names);
+  auto contract = k8s::make_contract(options_.config.contract);
+  if (!contract) throw std::invalid_argument(contract.message());  // validate() checked it
+  so.contract = std::move(*contract);
   so.assume_ttl = options_.config.cluster.assume_ttl;
+  so.on_node_left_alone = [](const std::string& node, const std::string& reason) {
+    if (reason.empty()) {
+      log_info("node taken back", {{"node", node}});
+    } else {
+      log_warn("node left alone", {{"node", node}, {"reason", reason}});
+    }
+  };
   state_ = std::make_unique<k8s::ClusterState>(so);
 }
 
@@ -232,6 +241,7 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
     serving_cv_.notify_all();
   }
   log_info("serving", {{"policy", pc.name},
+                       {"profile", options_.config.contract.profile},
                        {"workload", workload_source},
                        {"workload_shapes", std::to_string(workload ? workload->counts().size() : 0)}});
   return Status::Ok();

@@ -8,6 +8,14 @@
 //
 //   fracpack   (k8s/contract/fracpack.h) fracpack.io/* resources and
 //              annotations, the README's contract.
+//   hami       (k8s/contract/hami.h) HAMi's resources, node registration and
+//              the annotations its device plugin reads.
+//   gpushare   (k8s/contract/gpushare.h) Aliyun gpushare's aliyun.com/gpu-mem
+//              and the ALIYUN_COM_GPU_MEM_* annotations.
+//
+// k8s/contract/profiles.h builds one by name; a deployment serves one
+// profile and leaves nodes registered by another profile's node agent alone
+// (NodeSpec::excluded, k8s/contract/foreign.h).
 //
 // What is the same for every contract lives elsewhere: Kubernetes' own
 // request rules (k8s/contract/kubernetes_resources.h) and what to do when a
@@ -61,9 +69,10 @@ class Contract {
   // The node's cards, cordons and allocatable CPU and memory; errors name
   // the node and the field.
   virtual Result<scheduling::NodeSpec> node_spec(const Node& node) const = 0;
-  // The annotations the Binding writes for `allocation` of `pod` (one
-  // atomic write with spec.nodeName), at `now`.
+  // The annotations the Binding writes for `allocation` of `pod` on `node`
+  // (one atomic write with spec.nodeName), at `now`.
   virtual StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation,
+                                           const scheduling::NodeSpec& node,
                                            std::chrono::system_clock::time_point now) const = 0;
   // What a pod bound to `pod.node_name` holds by its annotations; `node` is
   // that node's description (null while it is not known).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "k8s/contract/card_list.h"
 #include "k8s/contract/kubernetes_rules.h"
 #include "k8s/json.h"
 #include "common/json_write.h"
@@ -89,10 +90,6 @@ Result<ContainerRequest> container_request(const Container& c, bool init, const 
   return r;
 }
 
-bool is_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 Result<int64_t> label_int(const Node& node, const std::string& label, int64_t min, int64_t max) {
   const std::string* v = node.meta.label(label);
   if (v == nullptr) return Error{"label " + label + " is missing"};
@@ -107,13 +104,17 @@ Result<int64_t> label_int(const Node& node, const std::string& label, int64_t mi
 
 }  // namespace
 
-FracpackContract::FracpackContract(ContractNames names) : names_(std::move(names)), selection_(names_.selection()) {}
+FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign)
+    : names_(std::move(names)), foreign_(std::move(foreign)), selection_(names_.selection()) {
+  foreign_.extend(selection_);
+}
 
 bool FracpackContract::requests_gpu(const Pod& pod) const { return names_any_resource(pod, names_.gpu_resources()); }
 
 Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
   const ContractNames& n = names_;
   const std::string who = "pod " + pod.key();
+  if (Status s = foreign_.check_pod(pod, n.gpu_resources()); !s.ok()) return Error{s.message()};
   PodRequest r;
   if (Status s = pod_facts(pod, r); !s.ok()) return Error{s.message()};
 
@@ -231,6 +232,12 @@ Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
   const std::string who = "node " + node.meta.name;
   NodeSpec spec;
   if (Status s = node_allocatable(node, spec); !s.ok()) return Error{s.message()};
+  // Another agent's registration (GFD labels are on every NVIDIA node and
+  // prove nothing): two agents would hand out the same cards.
+  if (std::string owner = foreign_.node_owner(node); !owner.empty()) {
+    spec.excluded = std::move(owner);
+    return spec;
+  }
 
   if (const std::string* devices = node.meta.annotation(n.devices)) {
     auto cards = parse_devices(*devices);
@@ -252,33 +259,9 @@ Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
       }
     }
   }
-  if (spec.cards.size() > 64) return Error{who + ": more than 64 cards"};
-  std::sort(spec.cards.begin(), spec.cards.end(), [](const Card& a, const Card& b) { return a.index < b.index; });
-  for (size_t i = 1; i < spec.cards.size(); ++i) {
-    if (spec.cards[i].index == spec.cards[i - 1].index) {
-      return Error{who + ": annotation " + n.devices + ": card index " + std::to_string(spec.cards[i].index) +
-                   " appears twice"};
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (!spec.cards[i].uuid.empty() && spec.cards[i].uuid == spec.cards[j].uuid) {
-        return Error{who + ": annotation " + n.devices + ": uuid " + spec.cards[i].uuid + " appears twice"};
-      }
-    }
-  }
-
+  if (Status s = check_cards(spec, who, "annotation " + n.devices); !s.ok()) return Error{s.message()};
   if (const std::string* cordon = node.meta.annotation(n.cordon)) {
-    for (const std::string& entry : split_list(*cordon, ',')) {
-      bool matched = false;
-      for (Card& c : spec.cards) {
-        if ((!c.uuid.empty() && c.uuid == entry) || (is_digits(entry) && std::to_string(c.index) == entry)) {
-          c.cordoned = true;
-          matched = true;
-        }
-      }
-      if (!matched) {
-        return Error{who + ": annotation " + n.cordon + ": " + quote(entry) + " is neither a card's UUID nor its index"};
-      }
-    }
+    if (Status s = apply_cordons(spec, *cordon, who, n.cordon); !s.ok()) return Error{s.message()};
   }
   return spec;
 }
@@ -455,7 +438,7 @@ Result<Allocation> parse_allocation(std::string_view text) {
   return a;
 }
 
-StringMap FracpackContract::allocation_annotations(const Pod&, const Allocation& allocation,
+StringMap FracpackContract::allocation_annotations(const Pod&, const Allocation& allocation, const NodeSpec&,
                                                   std::chrono::system_clock::time_point) const {
   return {{names_.allocation, format_allocation(allocation)}, {names_.indices, format_indices(allocation)}};
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "k8s/contract/contract.h"
+#include "k8s/contract/foreign.h"
 #include "k8s/objects.h"
 #include "scheduling/model.h"
 #include "scheduling/result.h"
@@ -54,7 +55,7 @@ struct ContractNames {
 
 class FracpackContract : public Contract {
  public:
-  explicit FracpackContract(ContractNames names = {});
+  explicit FracpackContract(ContractNames names = {}, ForeignProfiles foreign = {});
 
   std::string_view name() const override { return "fracpack"; }
   const Selection& selection() const override { return selection_; }
@@ -66,7 +67,7 @@ class FracpackContract : public Contract {
   // The device annotation, else GFD labels, else no cards; then cordons.
   Result<scheduling::NodeSpec> node_spec(const Node& node) const override;
   // fracpack.io/allocation and fracpack.io/gpu-indices.
-  StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation,
+  StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
                                    std::chrono::system_clock::time_point now) const override;
   // The allocation record when it parses and names the pod's node; else
   // the flat index list (a partial record); else none.
@@ -76,6 +77,7 @@ class FracpackContract : public Contract {
 
  private:
   ContractNames names_;
+  ForeignProfiles foreign_;
   Selection selection_;
 };
 

@@ -11,7 +11,7 @@
 #include "config/config.h"
 #include "k8s/api_client.h"
 #include "k8s/cluster_state.h"
-#include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "server/cmd/args.h"
 #include "server/cmd/commands.h"
 #include "server/ledger_report.h"
@@ -32,6 +32,8 @@ options:
   --server URL                 a running fracpack: http[s]://HOST:PORT
   --snapshot FILE              a cluster snapshot (kubectl get nodes,pods -A -o json)
   --config FILE                with --snapshot: the configuration (resource names, workload.file)
+  --profile NAME               with --snapshot: read it as fracpack, hami or gpushare
+                               (default: the configuration's contract.profile)
   -o, --output FORMAT          table (default) or json (the /debug/ledger document)
   --timeout DURATION           give up on the server after this long (default 10s)
   --ca-file FILE               https: trust this CA (PEM) instead of the system's
@@ -157,7 +159,10 @@ Result<std::string> snapshot_ledger(const Args& args) {
   c.cluster.snapshot = *args.get("snapshot");
   c.cluster.kubeconfig.clear();
   k8s::SyncOptions so;
-  so.contract = std::make_shared<k8s::FracpackContract>(c.names);
+  if (auto v = args.get("profile")) c.contract.profile = *v;
+  auto contract = k8s::make_contract(c.contract);
+  if (!contract) return Error{"--profile: " + contract.message()};
+  so.contract = std::move(*contract);
   k8s::ClusterState state(so);
   auto loaded = server::load_snapshot_state(c, state);
   if (!loaded) return Error{loaded.message()};
@@ -201,7 +206,7 @@ int cmd_inspect(const std::vector<std::string>& argv_in) {
     if (a == "-o") a = "--output";
     else if (a.rfind("-o=", 0) == 0) a = "--output=" + a.substr(3);
   }
-  auto args = Args::parse(argv, {"server", "snapshot", "config", "output", "timeout", "ca-file"}, {"insecure-skip-tls-verify", "help"});
+  auto args = Args::parse(argv, {"server", "snapshot", "config", "profile", "output", "timeout", "ca-file"}, {"insecure-skip-tls-verify", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
     std::cout << kHelp;
@@ -209,6 +214,7 @@ int cmd_inspect(const std::vector<std::string>& argv_in) {
   }
   if (args->has("server") && args->has("snapshot")) return usage_error("--server and --snapshot exclude each other");
   if (args->has("config") && !args->has("snapshot")) return usage_error("--config goes with --snapshot (a server has its own)");
+  if (args->has("profile") && !args->has("snapshot")) return usage_error("--profile goes with --snapshot (a server has its own)");
   if (args->positional().size() > 1) return usage_error("inspect takes at most one node name (see --help)");
   const std::string output = args->get_or("output", "table");
   if (output != "table" && output != "json") return usage_error("--output: expected table or json, got \"" + output + "\"");

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "k8s/snapshot.h"
 #include "scheduling/policy.h"
 #include "scheduling/replay/sequence.h"
@@ -20,7 +20,8 @@ constexpr const char* kHelp = R"(usage: fracpack replay snapshot FILE.json [opti
 Replays a recorded cluster: a Kubernetes v1 List of nodes and pods, as
 "kubectl get nodes,pods -A -o json" writes it (or fracpack's /debug/snapshot,
 or "fracpack convert openb"). Bound pods are loaded from their
-fracpack.io/allocation annotations; pending pods are placed in creation
+allocation records (the profile's: fracpack.io/allocation,
+hami.io/vgpu-devices-allocated, ALIYUN_COM_GPU_MEM_IDX); pending pods are placed in creation
 order, never retried. Reports where each pod went, what failed and why, and
 the allocation and fragmentation figures of "fracpack replay openb".
 
@@ -30,6 +31,7 @@ shapes of the snapshot's own pods.
 
 options:
   --policy P[,P...]       policies (default: fracpack); "all" for every policy
+  --profile NAME          the snapshot's contract: fracpack (default), hami or gpushare
   --scheduler-name NAME   replay only pending pods of this scheduler
   --seed N                seed of the random policy (default 42)
   --no-learn              fracpack: keep the target workload, do not learn online
@@ -40,7 +42,7 @@ options:
 }  // namespace
 
 int cmd_replay_snapshot(const std::vector<std::string>& argv) {
-  auto args = Args::parse(argv, {"policy", "scheduler-name", "seed"}, {"json", "no-learn", "placements", "help"});
+  auto args = Args::parse(argv, {"policy", "profile", "scheduler-name", "seed"}, {"json", "no-learn", "placements", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
     std::cout << kHelp;
@@ -59,7 +61,11 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
 
   auto text = read_file(path);
   if (!text) return fail(text.message());
-  const k8s::FracpackContract contract;
+  k8s::ContractConfig cc;
+  cc.profile = args->get_or("profile", "fracpack");
+  auto made = k8s::make_contract(cc);
+  if (!made) return usage_error("--profile: " + made.message());
+  const k8s::Contract& contract = **made;
   auto list = k8s::parse_snapshot(std::move(*text), contract);
   if (!list) return fail(path + ": " + list.message());
   auto state = k8s::read_snapshot(*list, contract, args->get_or("scheduler-name", ""));

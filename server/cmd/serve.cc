@@ -32,6 +32,8 @@ options:
   --kubeconfig FILE    API server access from a kubeconfig (default: in-cluster)
   --snapshot FILE      standalone: a cluster snapshot (kubectl get nodes,pods -A -o json)
   --policy NAME        placement policy (config: policy.name; default fracpack)
+  --profile NAME       the contract with the node agent: fracpack, hami or gpushare
+                       (config: contract.profile; default fracpack)
   --tls-cert FILE      serve TLS with this certificate chain (PEM) ...
   --tls-key FILE       ... and this private key (PEM); both reloaded when they change
   --tls-client-ca FILE require client certificates signed by this CA (mutual TLS)
@@ -44,7 +46,7 @@ options:
 
 int cmd_serve(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
-                          {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "tls-cert", "tls-key", "tls-client-ca",
+                          {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "profile", "tls-cert", "tls-key", "tls-client-ca",
                            "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
@@ -72,6 +74,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     c.cluster.kubeconfig.clear();
   }
   if (auto v = args->get("policy")) c.policy.name = *v;
+  if (auto v = args->get("profile")) c.contract.profile = *v;
   if (auto v = args->get("tls-cert")) c.tls.cert_file = *v;
   if (auto v = args->get("tls-key")) c.tls.key_file = *v;
   if (auto v = args->get("tls-client-ca")) c.tls.client_ca_file = *v;

@@ -239,13 +239,24 @@ void check_scheduler_config(const config::Config& fc, YAML::Node ks, Problems& o
         " ms): an old leader's binds would still be posted when the new leader starts");
   }
   std::set<std::string> managed;
+  // gpushare's resource is advertised by its device plugin on the node:
+  // kube-scheduler counts it (the peer's own extender config says false);
+  // fracpack's and HAMi's per-card shares are not node totals.
+  const bool ignored = fc.contract.profile != "gpushare";
   for (auto r : e["managedResources"]) {
     managed.insert(str(r["name"]));
     if (!valid_extended_resource_name(str(r["name"]))) bad(str(r["name"]) + " is not a valid extended resource name");
-    if (!r["ignoredByScheduler"].IsDefined() || !r["ignoredByScheduler"].as<bool>()) bad(str(r["name"]) + " needs ignoredByScheduler: true");
+    if (!r["ignoredByScheduler"].IsDefined() || r["ignoredByScheduler"].as<bool>() != ignored) {
+      bad(str(r["name"]) + " needs ignoredByScheduler: " + (ignored ? "true" : "false") + " with the " + fc.contract.profile + " profile");
+    }
   }
-  const auto want = fc.names.gpu_resources();
-  if (managed != std::set<std::string>(want.begin(), want.end())) bad("managedResources must be the contract's four pod resources");
+  auto contract = k8s::make_contract(fc.contract);
+  if (!contract) {
+    bad("fracpack's contract: " + contract.message());
+  } else {
+    const auto want = (*contract)->pod_resources();
+    if (managed != std::set<std::string>(want.begin(), want.end())) bad("managedResources must be the profile's pod resources");
+  }
 }
 
 YAML::Node* container(YAML::Node deployment, const std::function<bool(YAML::Node)>& is) {
@@ -500,7 +511,7 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
       {"extender path", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "8888/scheduler", "8888/sched"); }, "is not fracpack's urlPrefix"},
       {"a verb", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "\"prioritize\"", "\"priorities\""); }, "prioritizeVerb must be"},
       {"a managed resource", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "\"fracpack.io/gpu-cores\"", "\"fracpack.io/gpu-core\""); },
-       "managedResources must be the contract's"},
+       "managedResources must be the profile's"},
       {"ignoredByScheduler", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "ignoredByScheduler: true", "ignoredByScheduler: false"); },
        "needs ignoredByScheduler: true"},
       {"unknown scheduler field", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "nodeCacheCapable", "nodeCacheCapible"); },
@@ -627,9 +638,9 @@ TEST(Manifests, ExamplePodsAreAcceptedByTheContractAndUseTheProfile) {
     EXPECT_EQ(str(p["kind"]), "Pod");
     EXPECT_EQ(str(p["spec"]["schedulerName"]), profile) << name;
     std::string text = to_json(p).dump();
-    auto pod = k8s::parse_pod(text, cfg.fracpack->names.selection());
+    auto pod = k8s::parse_pod(text, cfg.fracpack->contract.fracpack.selection());
     ASSERT_TRUE(pod) << name << ": " << pod.message();
-    const k8s::FracpackContract contract(cfg.fracpack->names);
+    const k8s::FracpackContract contract(cfg.fracpack->contract.fracpack);
     EXPECT_TRUE(contract.requests_gpu(*pod)) << name;
     auto req = contract.pod_request(*pod);
     ASSERT_TRUE(req) << name << ": " << req.message();
@@ -693,7 +704,7 @@ tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com, mutua
   Configs cfg = configs(chart, q);
   ASSERT_TRUE(cfg.fracpack);
   EXPECT_EQ(cfg.fracpack->policy.name, "fgd");
-  EXPECT_EQ(cfg.fracpack->names.gpu_memory, "example.com/gpu-mem");
+  EXPECT_EQ(cfg.fracpack->contract.fracpack.gpu_memory, "example.com/gpu-mem");
   EXPECT_EQ(cfg.fracpack->tls.cert_file, "/etc/fracpack/tls/tls.crt");
   YAML::Node e = cfg.scheduler["extenders"][0];
   EXPECT_EQ(str(e["urlPrefix"]), "https://127.0.0.1:7443/gpu");
@@ -713,6 +724,38 @@ tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com, mutua
     for (auto m : c["volumeMounts"]) mounted |= str(m["mountPath"]) == "/etc/fracpack/tls";
     EXPECT_TRUE(mounted) << str(c["name"]);
   }
+}
+
+TEST(Chart, AProfileSwitchesTheSchedulersResourcesAndFracpacksContract) {
+  for (const std::string profile : {"hami", "gpushare"}) {
+    const Objects chart = render_chart(YAML::Load("contract: {profile: " + profile + "}"));
+    const Problems p = check_installation(chart);
+    EXPECT_TRUE(p.empty()) << profile << ": " << list(p);
+    Problems q;
+    Configs cfg = configs(chart, q);
+    ASSERT_TRUE(cfg.fracpack) << profile;
+    EXPECT_EQ(cfg.fracpack->contract.profile, profile);
+    std::set<std::string> managed;
+    for (auto r : cfg.scheduler["extenders"][0]["managedResources"]) managed.insert(str(r["name"]));
+    if (profile == "hami") {
+      EXPECT_EQ(managed, (std::set<std::string>{"nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"}));
+    } else {
+      EXPECT_EQ(managed, std::set<std::string>{"aliyun.com/gpu-mem"});
+      EXPECT_FALSE(cfg.scheduler["extenders"][0]["managedResources"][0]["ignoredByScheduler"].as<bool>());
+    }
+  }
+  // The check notices a profile whose scheduler config was not switched.
+  Objects chart = render_chart(YAML::Load("contract: {profile: gpushare}"));
+  Objects fracpack_default = render_chart();
+  for (auto o : chart) {
+    if (str(o["kind"]) != "ConfigMap" || str(o["metadata"]["name"]) != "fracpack-config") continue;
+    for (auto d : fracpack_default) {
+      if (str(d["kind"]) == "ConfigMap" && str(d["metadata"]["name"]) == "fracpack-config") {
+        o["data"]["scheduler-config.yaml"] = str(d["data"]["scheduler-config.yaml"]);
+      }
+    }
+  }
+  EXPECT_FALSE(check_installation(chart).empty());
 }
 
 TEST(ChartRenderer, RefusesWhatItDoesNotUnderstand) {

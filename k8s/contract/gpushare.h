@@ -1,0 +1,74 @@
+// The Aliyun gpushare contract (node-side.md §A1): fracpack in place of
+// gpushare-scheduler-extender, gpushare-device-plugin kept.
+//
+//   pods    aliyun.com/gpu-mem in the unit of the device plugin's
+//           --memory-unit (GiB by default, or MiB), summed over
+//           spec.containers, all on one card.
+//   nodes   status.capacity aliyun.com/gpu-mem / aliyun.com/gpu-count (the
+//           extender's integer division: equal cards), allocatable when a
+//           node shows no capacity.
+//   bind    ALIYUN_COM_GPU_MEM_IDX (card), _DEV (the card's memory), _POD
+//           (the pod's total), _ASSIGNED "false", _ASSUME_TIME (Unix ns): in
+//           the Binding, one write.
+//   restart IDX and POD of every bound pod not finished.
+//
+// What gpushare itself gets wrong, refused here with a clear message: its
+// device plugin finds the pod at Allocate by comparing the pod's *total*
+// gpu-mem with one container's request, so a pod with two containers
+// asking for gpu-mem (or an init container asking) is mis-assigned or
+// never started; fracpack refuses such a pod rather than bind it.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "k8s/contract/contract.h"
+#include "k8s/contract/foreign.h"
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+struct GpushareNames {
+  std::string gpu_memory = "aliyun.com/gpu-mem";    // pod resource and node capacity
+  std::string gpu_count = "aliyun.com/gpu-count";   // node capacity
+  std::string index = "ALIYUN_COM_GPU_MEM_IDX";
+  std::string device_memory = "ALIYUN_COM_GPU_MEM_DEV";
+  std::string pod_memory = "ALIYUN_COM_GPU_MEM_POD";
+  std::string assigned = "ALIYUN_COM_GPU_MEM_ASSIGNED";
+  std::string assume_time = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
+  std::string cordon = "fracpack.io/gpu-cordon";  // fracpack's operator cordon, on gpushare nodes too
+  bool operator==(const GpushareNames&) const = default;
+};
+
+struct GpushareOptions {
+  int64_t unit_mib = 1024;  // the device plugin's --memory-unit: GiB (1024) or MiB (1)
+  bool operator==(const GpushareOptions&) const = default;
+};
+
+class GpushareContract : public Contract {
+ public:
+  explicit GpushareContract(GpushareNames names = {}, GpushareOptions options = {}, ForeignProfiles foreign = {});
+
+  std::string_view name() const override { return "gpushare"; }
+  const Selection& selection() const override { return selection_; }
+  std::vector<std::string> pod_resources() const override { return {names_.gpu_memory}; }
+  bool requests_gpu(const Pod& pod) const override;
+  Result<scheduling::PodRequest> pod_request(const Pod& pod) const override;
+  Result<scheduling::NodeSpec> node_spec(const Node& node) const override;
+  StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
+                                   std::chrono::system_clock::time_point now) const override;
+  RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+
+  const GpushareNames& names() const { return names_; }
+
+ private:
+  std::string unit_name() const { return options_.unit_mib == 1 ? "MiB" : "GiB"; }
+
+  GpushareNames names_;
+  GpushareOptions options_;
+  ForeignProfiles foreign_;
+  Selection selection_;
+};
+
+}  // namespace fracpack::k8s

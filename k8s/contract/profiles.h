@@ -1,0 +1,34 @@
+// Profiles: which contract a deployment speaks, by name ("fracpack",
+// "hami", "gpushare"), with its names and options from the configuration.
+// Each profile's contract knows the others' marks (k8s/contract/foreign.h):
+// nodes registered by another profile's node agent are left alone.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "k8s/contract/contract.h"
+#include "k8s/contract/fracpack.h"
+#include "k8s/contract/gpushare.h"
+#include "k8s/contract/hami.h"
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+struct ContractConfig {
+  std::string profile = "fracpack";
+  ContractNames fracpack;
+  HamiNames hami;
+  HamiOptions hami_options;
+  GpushareNames gpushare;
+  GpushareOptions gpushare_options;
+  bool operator==(const ContractConfig&) const = default;
+};
+
+const std::vector<std::string>& profile_names();
+
+// The contract of `config.profile`; an unknown name is an error listing the known ones.
+Result<std::shared_ptr<const Contract>> make_contract(const ContractConfig& config);
+
+}  // namespace fracpack::k8s

@@ -1,0 +1,253 @@
+// The hami and gpushare profiles end to end: fracpack binds through the test
+// API server, and doubles of the peers' own node-side code (written from
+// node-side.md, test/support/peer_agents.h) find each pod at Allocate and
+// get exactly the cards fracpack chose; after a restart fracpack's ledger
+// equals what the peer's scheduler would count from the same annotations.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/contract/profiles.h"
+#include "test/support/cluster_harness.h"
+#include "test/support/peer_agents.h"
+#include "test/support/server_fixture.h"
+
+namespace fracpack::testing {
+namespace {
+
+using nlohmann::json;
+
+json container(const std::string& name, const json& limits) {
+  json c = {{"name", name}, {"image", "busybox"}};
+  if (!limits.empty()) c["resources"] = {{"limits", limits}, {"requests", limits}};
+  return c;
+}
+
+std::string pending_pod(const std::string& name, const json& containers, const json& annotations = json::object()) {
+  json meta = {{"name", name}, {"namespace", "default"}, {"uid", "u-" + name}, {"creationTimestamp", "2026-01-01T00:00:00Z"}};
+  if (!annotations.empty()) meta["annotations"] = annotations;
+  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta},
+              {"spec", {{"schedulerName", "fracpack"}, {"containers", containers}}}, {"status", {{"phase", "Pending"}}}}
+      .dump();
+}
+
+std::string node(const std::string& name, const json& annotations, const json& extra_resources) {
+  json res = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}};
+  for (auto it = extra_resources.begin(); it != extra_resources.end(); ++it) res[it.key()] = it.value();
+  json meta = {{"name", name}};
+  if (!annotations.empty()) meta["annotations"] = annotations;
+  return json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", meta}, {"status", {{"capacity", res}, {"allocatable", res}}}}.dump();
+}
+
+std::string uuid(const std::string& node, int i) { return "GPU-" + node + "-000" + std::to_string(i); }
+
+// What the (running or restarted) fracpack's ledger holds per card.
+struct LedgerCard {
+  std::string uuid;
+  int index = 0;
+  int sharers = 0;
+  int64_t memory_mib = 0;
+  int cores = 0;  // milli
+};
+std::map<std::string, std::vector<LedgerCard>> ledger_cards(server::Daemon& d) {
+  return d.state().read([](const scheduling::Ledger& l) {
+    std::map<std::string, std::vector<LedgerCard>> out;
+    for (const auto& [name, n] : l.nodes()) {
+      for (size_t i = 0; i < n.cards().size(); ++i) {
+        out[name].push_back({n.cards()[i].uuid, n.cards()[i].index, n.use()[i].sharers, n.use()[i].memory_mib, n.use()[i].cores});
+      }
+    }
+    return out;
+  });
+}
+
+// The cards fracpack's ledger holds for a pod, per container, as UUIDs.
+std::vector<std::vector<std::string>> ledger_uuids(server::Daemon& d, const std::string& uid) {
+  return d.state().read([&](const scheduling::Ledger& l) {
+    std::vector<std::vector<std::string>> out;
+    const scheduling::PodRecord* p = l.pod(uid);
+    if (p == nullptr) return out;
+    for (const auto& c : p->allocation.containers) {
+      std::vector<std::string> u;
+      for (const auto& s : c.cards) u.push_back(s.uuid.empty() ? std::to_string(s.index) : s.uuid);
+      out.push_back(u);
+    }
+    return out;
+  });
+}
+
+void restart(Connected& c) {
+  c.daemon_->drain(std::chrono::milliseconds(1000));
+  c.daemon_.reset();
+  c.start();
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().ready(); }));
+}
+
+TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "hami";
+  Connected c(cfg);
+  // hami-0 registers in JSON (zero fields omitted: card 0 has no "index"),
+  // hami-1 in the older colon/comma text; split count 4.
+  json devices = json::array();
+  for (int i = 0; i < 4; ++i) {
+    json d = {{"id", uuid("hami-0", i)}, {"count", 4}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-Tesla T4"},
+              {"mode", "hami-core"}, {"health", true}};
+    if (i > 0) d["index"] = i;
+    devices.push_back(d);
+  }
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += uuid("hami-1", i) + ",4,16384,100,NVIDIA-Tesla T4,0,true," + std::to_string(i) + ",hami-core:";
+  c.api->create("nodes", node("hami-0", {{"hami.io/node-nvidia-register", devices.dump()}}, {{"nvidia.com/gpu", "16"}}));
+  c.api->create("nodes", node("hami-1", {{"hami.io/node-nvidia-register", text}}, {{"nvidia.com/gpu", "16"}}));
+  c.start();
+  const std::vector<CandidateNode> nodes = {{"hami-0", ""}, {"hami-1", ""}};
+
+  // A mix: MiB and cores, a percentage, a sidecar without GPU before a
+  // two-card worker, the whole card (exclusive cores), a bare count, two
+  // GPU containers in one pod.
+  const std::vector<std::string> pods = {
+      pending_pod("mem-cores", json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}})})),
+      pending_pod("percent", json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "25"}})})),
+      pending_pod("sidecar-worker", json::array({container("sidecar", json::object()),
+                                                 container("worker", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "4096"}, {"nvidia.com/gpucores", "30"}})})),
+      pending_pod("exclusive", json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "100"}})})),
+      pending_pod("whole", json::array({container("main", {{"nvidia.com/gpu", "1"}})})),
+      pending_pod("two-ctrs", json::array({container("a", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}}),
+                                           container("b", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "5000"}})}),
+                  {{"nvidia.com/use-gputype", "t4"}}),
+  };
+  for (const std::string& pod : pods) {
+    const json p = json::parse(pod);
+    const std::string name = p["metadata"]["name"], uid = p["metadata"]["uid"];
+    c.api->create("pods", pod);
+    ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod(uid).has_value(); })) << name;
+    CycleResult cycle = c.driver().schedule(pod, nodes);
+    ASSERT_TRUE(cycle.error.empty()) << name << ": " << cycle.error;
+    ASSERT_FALSE(cycle.node.empty()) << name << " did not fit";
+    ASSERT_TRUE(c.driver().bind("default", name, uid, cycle.node).ok()) << name;
+    const auto chosen = ledger_uuids(c.daemon(), uid);
+
+    // kubelet admits it: one Allocate call per container with nvidia.com/gpu.
+    std::vector<int> counts;
+    for (const auto& ctr : p["spec"]["containers"]) {
+      const json limits = ctr.value("resources", json::object()).value("limits", json::object());
+      if (limits.contains("nvidia.com/gpu")) counts.push_back(std::stoi(limits["nvidia.com/gpu"].get<std::string>()));
+    }
+    auto served = hami_allocate(*c.api, cycle.node, counts);
+    ASSERT_TRUE(served.ok()) << name << ": " << served.message();
+    EXPECT_EQ(served->pod, "default/" + name);
+    EXPECT_EQ(served->devices, chosen) << name;
+    const json after = json::parse(*c.api->get("pods", "default", name));
+    EXPECT_EQ(after["metadata"]["annotations"]["hami.io/bind-phase"], "success") << name;
+    c.api->update("pods", "default", name, [](const std::string& t) {
+      json x = json::parse(t);
+      x["status"]["phase"] = "Running";
+      return x.dump();
+    });
+  }
+  // The record's memory is what HAMi-core enforces: a quarter of 16384 for "percent".
+  const json percent = json::parse(*c.api->get("pods", "default", "percent"));
+  EXPECT_NE(percent["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"].get<std::string>().find(",NVIDIA,4096,0:;"), std::string::npos);
+  const json sidecar = json::parse(*c.api->get("pods", "default", "sidecar-worker"));
+  EXPECT_EQ(sidecar["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"].get<std::string>().substr(0, 5), ";GPU-")
+      << "the sidecar's empty entry comes first";
+
+  // After a restart, fracpack's ledger equals HAMi's scheduler's count.
+  restart(c);
+  const auto hami = hami_scheduler_usage(*c.api);
+  std::map<std::pair<std::string, std::string>, HamiCardUse> ours;
+  for (const auto& [n, cards] : ledger_cards(c.daemon())) {
+    for (const LedgerCard& k : cards) {
+      if (k.sharers > 0) ours[{n, k.uuid}] = HamiCardUse{k.sharers, k.memory_mib, k.cores / 10};
+    }
+  }
+  EXPECT_EQ(ours, hami);
+  int shares = 0;
+  for (const auto& [card, use] : hami) shares += use.shares;
+  EXPECT_EQ(shares, 8) << "the mix holds eight shares";
+  EXPECT_EQ(compare_ledger(*c.api, c.daemon().state()), "") << "the ledger equals the annotations";
+}
+
+TEST(HamiProfile, ASplitCountOfOneServesOneShareACard) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "hami";
+  Connected c(cfg);
+  json devices = json::array({{{"id", "GPU-x"}, {"count", 1}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
+  c.api->create("nodes", node("solo", {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
+  c.start();
+  const auto small = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+  for (const char* name : {"first", "second"}) c.api->create("pods", pending_pod(name, small));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-second").has_value(); }));
+  ASSERT_TRUE(c.driver().bind("default", "first", "u-first", "solo").ok());
+  CycleResult second = c.driver().schedule(pending_pod("second", small), {{"solo", ""}});
+  EXPECT_TRUE(second.node.empty());
+  ASSERT_EQ(second.filter.failed.count("solo"), 1u);
+  EXPECT_NE(second.filter.failed["solo"].find("serve as many shares as their split count allows"), std::string::npos) << second.filter.failed["solo"];
+}
+
+TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheSame) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "gpushare";
+  Connected c(cfg);
+  // Two nodes of 2 cards of 15 GiB (capacity 30 over 2).
+  for (const char* n : {"share-0", "share-1"}) {
+    c.api->create("nodes", node(n, json::object(), {{"aliyun.com/gpu-mem", "30"}, {"aliyun.com/gpu-count", "2"}}));
+  }
+  c.start();
+  const std::vector<CandidateNode> nodes = {{"share-0", ""}, {"share-1", ""}};
+  const std::vector<std::pair<std::string, int>> pods = {{"a", 4}, {"b", 8}, {"c", 4}, {"d", 12}, {"e", 15}, {"f", 2}, {"g", 3}};
+  for (const auto& [name, units] : pods) {
+    // A sidecar without GPU beside the gpu-mem container is fine for gpushare.
+    const std::string pod = pending_pod(name, json::array({container("proxy", json::object()),
+                                                           container("main", {{"aliyun.com/gpu-mem", std::to_string(units)}})}));
+    const std::string uid = "u-" + name;
+    c.api->create("pods", pod);
+    ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod(uid).has_value(); })) << name;
+    CycleResult cycle = c.driver().schedule(pod, nodes);
+    ASSERT_TRUE(cycle.error.empty()) << name << ": " << cycle.error;
+    ASSERT_FALSE(cycle.node.empty()) << name << " did not fit";
+    ASSERT_TRUE(c.driver().bind("default", name, uid, cycle.node).ok()) << name;
+    const auto chosen = ledger_uuids(c.daemon(), uid);
+    auto served = gpushare_allocate(*c.api, cycle.node, units);
+    ASSERT_TRUE(served.ok()) << name << ": " << served.message();
+    EXPECT_EQ(served->pod, "default/" + name);
+    EXPECT_EQ(std::vector<std::vector<std::string>>{{std::to_string(served->index)}}, chosen) << name;
+    const json bound = json::parse(*c.api->get("pods", "default", name));
+    EXPECT_EQ(bound["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_DEV"], "15");
+    EXPECT_EQ(bound["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"], std::to_string(units));
+  }
+  restart(c);
+  const auto extender = gpushare_extender_usage(*c.api);
+  std::map<std::pair<std::string, int>, int64_t> ours;
+  for (const auto& [n, cards] : ledger_cards(c.daemon())) {
+    for (const LedgerCard& k : cards) {
+      if (k.memory_mib > 0) ours[{n, k.index}] = k.memory_mib / 1024;
+    }
+  }
+  EXPECT_EQ(ours, extender);
+  int64_t used = 0;
+  for (const auto& [k, v] : extender) used += v;
+  EXPECT_EQ(used, 48);
+  EXPECT_EQ(compare_ledger(*c.api, c.daemon().state()), "");
+}
+
+TEST(Profiles, ADeploymentLeavesAnotherProfilesNodesAlone) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "gpushare";
+  Connected c(cfg);
+  json devices = json::array({{{"id", "GPU-h"}, {"count", 4}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-T4"}, {"health", true}}});
+  c.api->create("nodes", node("hami-node", {{"hami.io/node-nvidia-register", devices.dump()}},
+                              {{"aliyun.com/gpu-mem", "15"}, {"aliyun.com/gpu-count", "1"}}));
+  c.start();
+  const std::string pod = pending_pod("p", json::array({container("main", {{"aliyun.com/gpu-mem", "2"}})}));
+  c.api->create("pods", pod);
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p").has_value(); }));
+  CycleResult cycle = c.driver().schedule(pod, {{"hami-node", ""}});
+  EXPECT_TRUE(cycle.node.empty());
+  std::string reason = cycle.filter.failed.count("hami-node") ? cycle.filter.failed["hami-node"] : cycle.filter.unresolvable["hami-node"];
+  EXPECT_NE(reason.find("hami profile's node agent (annotation hami.io/node-nvidia-register)"), std::string::npos) << reason;
+}
+
+}  // namespace
+}  // namespace fracpack::testing
