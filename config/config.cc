@@ -404,6 +404,8 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += hami.field("memoryFactor", int_field(c.contract.hami_options.memory_factor, 1, 1 << 20));
   err += hami.field("defaultMemory", int_field(c.contract.hami_options.default_memory, 0, int64_t{1} << 30));
   err += hami.field("defaultCores", int_field(c.contract.hami_options.default_cores, 0, 100));
+  err += hami.field("nodeLock", bool_field(c.contract.hami_node_lock));
+  err += hami.field("nodeLockExpire", duration_field(c.contract.hami_node_lock_expire, milliseconds(1000), std::chrono::hours(24)));
   err += hami.finish();
 
   Section gpushare = contract.sub("gpushare");

@@ -1,5 +1,6 @@
 #include "k8s/ledger_builder.h"
 
+#include "k8s/contract/kubernetes_rules.h"
 #include "scheduling/fit.h"
 
 namespace fracpack::k8s {
@@ -79,6 +80,19 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   if (!req) {
     ++counters_.malformed_pods;
     problems_("pod " + key, req.message());
+    // A pod fracpack would not place (another scheduler bound it) may still
+    // carry a full record of what it holds: that is what it holds.
+    auto spec = specs_.find(pod.node_name);
+    RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
+    scheduling::PodRequest facts_only;
+    if (rec.kind == RecordedAllocation::Kind::kAllocation && pod_facts(pod, facts_only).ok()) {
+      const int over = ledger_.confirm(PodFacts{uid, key, facts_only.cpu_milli, facts_only.memory_bytes}, std::move(rec.allocation));
+      if (over > 0) {
+        ++counters_.overcommit_reports;
+        problems_("pod " + key, "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
+      }
+      return;
+    }
     ledger_.confirm(PodFacts{uid, key, 0, 0}, Allocation{pod.node_name, {}});
     if (contract_.requests_gpu(pod)) {
       // Its GPU holdings cannot be known: close its node to new placements.

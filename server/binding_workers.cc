@@ -44,6 +44,25 @@ Binder::Outcome BindingWorkers::post(k8s::ApiClient& client, Job& job) {
                          doing + ", before the Binding could be posted; kube-scheduler will retry it"}};
   };
   if (Clock::now() >= job.deadline) return late("while the bind waited for a worker");
+  if (!node_lock_ || !job.recheck) return fence_and_post(client, job);
+  // A GPU bind under the node lock: taken first, kept when the Binding is
+  // applied (or may have been: the device plugin releases it), released
+  // when it certainly was not.
+  if (Status s = node_lock_->acquire(client, t, job.deadline); !s.ok()) {
+    return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + s.message()}};
+  }
+  Outcome o = fence_and_post(client, job);
+  if (!o.status.ok() && !o.outcome_unknown) node_lock_->release(client, job.target);
+  return o;
+}
+
+Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job) {
+  const k8s::BindTarget& t = job.target;
+  const std::string who = t.namespace_name + "/" + t.name;
+  auto late = [&](const std::string& doing) {
+    return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": fracpack's bind timeout (cluster.bindTimeout) ran out " +
+                         doing + ", before the Binding could be posted; kube-scheduler will retry it"}};
+  };
   Outcome out;
   if (job.recheck && fence_ != nullptr) {
     const auto started = Clock::now();

@@ -17,6 +17,7 @@
 #include "k8s/api_client.h"
 #include "k8s/bind_fence.h"
 #include "k8s/events.h"
+#include "k8s/node_lock.h"
 #include "server/binder.h"
 #include "server/metrics.h"
 
@@ -28,6 +29,10 @@ class BindingWorkers final : public Binder {
   BindingWorkers(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics);
   ~BindingWorkers() override;  // pending binds fail with "shutting down"
   void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
+  // GPU binds first take this per-node lock (the hami profile: HAMi's
+  // device plugin finds the pod through it) and release it if the Binding
+  // fails. Set before the first bind.
+  void use_node_lock(std::shared_ptr<const k8s::NodeLock> lock) { node_lock_ = std::move(lock); }
 
  private:
   struct Pending {
@@ -36,10 +41,12 @@ class BindingWorkers final : public Binder {
   };
   void work(k8s::ApiClient& client);
   Outcome post(k8s::ApiClient& client, Job& job);
+  Outcome fence_and_post(k8s::ApiClient& client, Job& job);
 
   k8s::ClientConfig client_;
   k8s::EventRecorder* events_;
   k8s::BindFence* fence_;
+  std::shared_ptr<const k8s::NodeLock> node_lock_;
   Metrics& metrics_;
   std::mutex mu_;
   std::condition_variable ready_;

@@ -154,7 +154,13 @@ Status Daemon::start() {
     fence_ = std::make_unique<k8s::BindFence>(
         k8s::kLivePodsSelector, state_->selection(),
         c.cluster.bind_fence_read == "resourceVersion" ? k8s::BindFence::Read::kResourceVersion : k8s::BindFence::Read::kConsistent);
-    binder_ = std::make_unique<BindingWorkers>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
+    auto workers = std::make_unique<BindingWorkers>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
+    if (c.contract.profile == "hami" && c.contract.hami_node_lock) {
+      k8s::NodeLockOptions lock;
+      lock.expire = c.contract.hami_node_lock_expire;
+      workers->use_node_lock(std::make_shared<const k8s::NodeLock>(lock));
+    }
+    binder_ = std::move(workers);
     k8s::ClusterInformersOptions io;
     io.tune = options_.tune_informer;
     informers_ = std::make_unique<k8s::ClusterInformers>(*client_, *state_, io);

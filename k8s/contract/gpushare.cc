@@ -173,7 +173,9 @@ RecordedAllocation GpushareContract::recorded_allocation(const Pod& pod, const N
   }
   std::string container;
   for (const Container& c : pod.containers) {
-    if (find(c.limits, names_.gpu_memory) != nullptr && container.empty()) container = c.name;
+    const std::string* v = find(c.limits, names_.gpu_memory);
+    auto units_of = v != nullptr ? parse_extended_resource(*v) : Result<int64_t>(int64_t{0});
+    if (units_of && *units_of > 0 && container.empty()) container = c.name;
   }
   if (container.empty()) {
     out.kind = RecordedAllocation::Kind::kMalformed;

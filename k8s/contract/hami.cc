@@ -63,9 +63,14 @@ Result<ContainerRequest> container_request(const Container& c, const HamiNames& 
     if (shares) return Error{"resources.limits[" + n.gpu + "] is 0 but a GPU share is named"};
     return r;
   }
-  // HAMi's webhook adds nvidia.com/gpu: 1 (defaultGPUNum) to a container
-  // that names only a share; fracpack reads it the same way.
-  const int64_t cards = has_count ? *count : 1;
+  // kubelet calls the device plugin only for containers with nvidia.com/gpu;
+  // a share-only container's record entry would be served to the next one.
+  // HAMi's webhook adds nvidia.com/gpu: 1 (defaultGPUNum) to such containers.
+  if (!has_count) {
+    return Error{"names a GPU share but not resources.limits[" + n.gpu + "]; HAMi's device plugin serves only containers that ask for " +
+                 n.gpu + " (HAMi's webhook adds it: keep the webhook or add " + n.gpu + ": 1)"};
+  }
+  const int64_t cards = *count;
   if (cards > static_cast<int64_t>(scheduling::Picks::kMax)) {
     return Error{"resources.limits[" + n.gpu + "]: " + std::to_string(cards) + " cards is more than the maximum of 64"};
   }
@@ -351,8 +356,9 @@ Result<std::vector<std::vector<HamiDevice>>> parse_hami_devices(std::string_view
   size_t start = 0;
   size_t ci = 0;
   while (start < text.size()) {
-    const size_t semi = text.find(';', start);
-    if (semi == std::string_view::npos) return Error{"entry " + std::to_string(ci) + " does not end with \";\""};
+    // HAMi's decoder splits on ";": a last entry without one still counts.
+    const size_t found = text.find(';', start);
+    const size_t semi = found == std::string_view::npos ? text.size() : found;
     std::string_view entry = text.substr(start, semi - start);
     std::vector<HamiDevice> devices;
     size_t ds = 0;

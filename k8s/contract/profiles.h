@@ -4,6 +4,7 @@
 // nodes registered by another profile's node agent are left alone.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct ContractConfig {
   ContractNames fracpack;
   HamiNames hami;
   HamiOptions hami_options;
+  // The hami profile's node lock (hami.io/mutex.lock, k8s/node_lock.h).
+  bool hami_node_lock = true;
+  std::chrono::milliseconds hami_node_lock_expire{std::chrono::minutes(5)};
   GpushareNames gpushare;
   GpushareOptions gpushare_options;
   bool operator==(const ContractConfig&) const = default;

@@ -102,6 +102,21 @@ TEST(LedgerBuilder, APodWithUnreadableValuesClosesItsNode) {
   EXPECT_FALSE(b.cordoned("n1"));
 }
 
+// Found in review: a pod fracpack would refuse to place (another scheduler
+// bound it: HAMi's init-container pods, gpushare's two-container pods) shut
+// its node for as long as it lived, although its record says what it holds.
+TEST(LedgerBuilder, ARefusedPodWithAFullRecordIsChargedByItsRecord) {
+  Built b;
+  b.builder.apply_node(node("n1", 2));
+  b.builder.apply_bound_pod(pod("placed-elsewhere", "n1", {{"fracpack.io/gpu-cores", "300"}},
+                                {{"fracpack.io/allocation", allocation_annotation("n1", {{1, 40}})}}));
+  EXPECT_FALSE(b.cordoned("n1"));
+  EXPECT_EQ(b.ledger().node("n1")->use()[1].cores, 400);
+  EXPECT_EQ(b.ledger().node("n1")->cpu_requested(), 1000) << "its CPU still counts";
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_NE(b.problems[0].find("fracpack.io/gpu-cores"), std::string::npos) << b.problems[0];
+}
+
 TEST(LedgerBuilder, APodBoundBeforeItsNodeWaitsForIt) {
   Built b;
   b.builder.apply_bound_pod(pod("a", "n1", {{"fracpack.io/gpu", "1"}}));

@@ -5,6 +5,9 @@
 // equals what the peer's scheduler would count from the same annotations.
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/contract/profiles.h"
@@ -127,6 +130,9 @@ TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
     ASSERT_FALSE(cycle.node.empty()) << name << " did not fit";
     ASSERT_TRUE(c.driver().bind("default", name, uid, cycle.node).ok()) << name;
     const auto chosen = ledger_uuids(c.daemon(), uid);
+    // HAMi's node lock names the pod until its Allocate (the plugin's first lookup).
+    const json n = json::parse(*c.api->get("nodes", "", cycle.node));
+    EXPECT_NE(n["metadata"]["annotations"].value("hami.io/mutex.lock", "").find(",default," + name), std::string::npos) << name;
 
     // kubelet admits it: one Allocate call per container with nvidia.com/gpu.
     std::vector<int> counts;
@@ -184,6 +190,39 @@ TEST(HamiProfile, ASplitCountOfOneServesOneShareACard) {
   EXPECT_TRUE(second.node.empty());
   ASSERT_EQ(second.filter.failed.count("solo"), 1u);
   EXPECT_NE(second.filter.failed["solo"].find("serve as many shares as their split count allows"), std::string::npos) << second.filter.failed["solo"];
+}
+
+// With HAMi's node lock, a second bind to a node waits for the first pod's
+// Allocate (the device plugin releases the lock), then goes through; a
+// lock that is never released refuses the bind at its timeout, naming the holder.
+TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "hami";
+  cfg.cluster.bind_timeout = std::chrono::milliseconds(1500);
+  Connected c(cfg);
+  json devices = json::array({{{"id", "GPU-x"}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
+  c.api->create("nodes", node("solo", {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
+  c.start();
+  const auto share = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+  for (const char* name : {"a", "b", "c"}) c.api->create("pods", pending_pod(name, share));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-c").has_value(); }));
+  ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
+  auto b = std::async(std::launch::async, [&] { return c.driver().bind("default", "b", "u-b", "solo"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(json::parse(*c.api->get("pods", "default", "b"))["spec"].value("nodeName", ""), "") << "b waits for a's Allocate";
+  auto served = hami_allocate(*c.api, "solo", {1});
+  ASSERT_TRUE(served.ok()) << served.message();
+  EXPECT_EQ(served->pod, "default/a");
+  Status bound = b.get();
+  ASSERT_TRUE(bound.ok()) << bound.message();
+  // Nobody allocates b: c's bind runs out of time and says who holds the node.
+  Status refused = c.driver().bind("default", "c", "u-c", "solo");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("node solo is locked by pod default/b"), std::string::npos) << refused.message();
+  served = hami_allocate(*c.api, "solo", {1});
+  ASSERT_TRUE(served.ok()) << served.message();
+  EXPECT_EQ(served->pod, "default/b");
+  EXPECT_EQ(compare_ledger(*c.api, c.daemon().state()), "") << "c's refused bind released its reservation";
 }
 
 TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheSame) {

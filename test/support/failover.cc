@@ -189,7 +189,8 @@ class Failover {
     Replica& old = active();
     if (o_.kill_old_leader) {
       // A bind in flight at the kill, as often as one can be had.
-      if (inflight_.empty()) schedule_one();
+      // (A cycle may find the pod unschedulable: try a few.)
+      for (int tries = 0; tries < 8 && inflight_.empty(); ++tries) schedule_one();
       std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 2000)(rng_)));
       if (!inflight_.empty()) ++r_.killed_mid_bind;
       count_metrics_of(old);

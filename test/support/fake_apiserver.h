@@ -13,7 +13,8 @@
 //          ADDED/DELETED when an object starts/stops matching the selector.
 //   POST   .../pods/{name}/binding (201, 404, 409 already assigned / being
 //          deleted / UID precondition / scheduling gates, 400 name mismatch),
-//          .../events; PATCH pods (merge-patch, resourceVersion precondition).
+//          .../events; PATCH pods and nodes (merge-patch, resourceVersion
+//          precondition).
 //   GET    single objects; /api, /apis, /api/v1, /version for kubectl.
 //   TLS    optional, with a required bearer token (plain HTTP accepts
 //          token-less requests, as clients never send tokens there).

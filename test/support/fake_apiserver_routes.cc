@@ -99,7 +99,7 @@ Route FakeRoutes::route(const Request& req) {
                   {res("pods", "Pod", true, {"create", "delete", "get", "list", "patch", "update", "watch"}, {"po"}),
                    res("pods/binding", "Binding", true, {"create"}),
                    res("bindings", "Binding", true, {"create"}),
-                   res("nodes", "Node", false, {"get", "list", "watch"}, {"no"}),
+                   res("nodes", "Node", false, {"get", "list", "patch", "watch"}, {"no"}),
                    res("events", "Event", true, {"create", "get", "list", "watch"}, {"ev"})}}};
     return answer(200, list.dump());
   }
@@ -184,9 +184,9 @@ Route FakeRoutes::route(const Request& req) {
     store_.changed();
     return answer(201, stored);
   }
-  if (method == "PATCH" && kind == "pods" && !name.empty() && sub.empty()) {
+  if (method == "PATCH" && (kind == "pods" || kind == "nodes") && !name.empty() && sub.empty()) {
     Route r;
-    r.response = store_.patch(ns, name, req.content_type, req.body);
+    r.response = store_.patch(kind, ns, name, req.content_type, req.body);
     return r;
   }
   if (method == "DELETE" && !name.empty() && sub.empty()) {

@@ -423,7 +423,8 @@ Response FakeStore::bind(const std::string& ns, const std::string& name, const s
   return {201, status_json(201, "", "")};
 }
 
-Response FakeStore::patch(const std::string& ns, const std::string& name, const std::string& content_type, const std::string& body) {
+Response FakeStore::patch(const std::string& kind, const std::string& ns, const std::string& name, const std::string& content_type,
+                          const std::string& body) {
   if (content_type.find("application/merge-patch+json") == std::string::npos &&
       content_type.find("application/strategic-merge-patch+json") == std::string::npos) {
     return {415, status_json(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json")};
@@ -431,16 +432,16 @@ Response FakeStore::patch(const std::string& ns, const std::string& name, const 
   json p = json::parse(body, nullptr, false);
   if (!p.is_object()) return {400, status_json(400, "BadRequest", "invalid JSON patch")};
   std::lock_guard lock(mu);
-  const std::string k = key("pods", ns, name);
-  auto it = objects["pods"].find(k);
-  if (it == objects["pods"].end()) return {404, status_json(404, "NotFound", "pods \"" + name + "\" not found")};
+  const std::string k = key(kind, ns, name);
+  auto it = objects[kind].find(k);
+  if (it == objects[kind].end()) return {404, status_json(404, "NotFound", kind + " \"" + name + "\" not found")};
   if (p.contains("metadata") && p["metadata"].contains("resourceVersion") &&
       p["metadata"]["resourceVersion"].get<std::string>() != std::to_string(it->second.rv)) {
-    return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on pods \"" + name +
+    return {409, status_json(409, "Conflict", "Operation cannot be fulfilled on " + kind + " \"" + name +
                                                   "\": the object has been modified; please apply your changes to the latest version and try again")};
   }
   if (p.contains("metadata")) p["metadata"].erase("resourceVersion");
-  auto updated = update_locked("pods", k, [&](json& o) { merge_patch(o, p); });
+  auto updated = update_locked(kind, k, [&](json& o) { merge_patch(o, p); });
   changed();
   return {200, *updated};
 }

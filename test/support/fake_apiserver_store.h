@@ -118,7 +118,8 @@ class FakeStore {
   Response list(const std::string& kind, const std::string& ns, const std::map<std::string, std::string>& q, bool expire);
   // The Binding write (§5.1) and a merge patch (§5.3).
   Response bind(const std::string& ns, const std::string& name, const std::string& body);
-  Response patch(const std::string& ns, const std::string& name, const std::string& content_type, const std::string& body);
+  Response patch(const std::string& kind, const std::string& ns, const std::string& name, const std::string& content_type,
+                 const std::string& body);
   // A watch's start at `rv_param` ("", "0": synthetic ADDED of the current
   // objects), and the changes after `sent`.
   WatchBatch watch_start(const std::string& kind, const std::string& ns, const std::vector<Term>& terms, const std::string& rv_param,

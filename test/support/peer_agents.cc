@@ -1,7 +1,9 @@
 #include "test/support/peer_agents.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +25,15 @@ std::string key_of(const json& pod) {
 }
 std::string phase_of(const json& pod) { return pod.value("status", json::object()).value("phase", ""); }
 std::string node_of(const json& pod) { return pod.value("spec", json::object()).value("nodeName", ""); }
+
+// Go's strconv.Atoi: the whole string, optional sign, decimal digits.
+std::optional<int64_t> go_atoi(const std::string& s) {
+  int64_t v = 0;
+  const char* b = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
+  auto [p, ec] = std::from_chars(b, s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -60,7 +71,10 @@ std::vector<std::vector<HamiDevice>> hami_decode(const std::string& text) {
       if (dev.empty()) continue;
       auto f = split(dev, ',');
       if (f.size() < 4) throw std::runtime_error("pod annotation format error: " + dev);
-      ctr.push_back({f[0].substr(0, f[0].find('[')), std::stoll(f[2]), std::stoi(f[3])});
+      auto mem = go_atoi(f[2]);
+      auto cores = go_atoi(f[3]);
+      if (!mem || !cores) throw std::runtime_error("pod annotation format error: " + dev);
+      ctr.push_back({f[0].substr(0, f[0].find('[')), *mem, static_cast<int>(*cores)});
     }
     out.push_back(std::move(ctr));
   }
@@ -73,6 +87,23 @@ std::string hami_encode(const std::vector<std::vector<HamiDevice>>& ctrs) {
     out += ";";
   }
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+// ReleaseNodeLock with the owner check: only if the lock names this pod.
+void hami_release_lock(FakeApiServer& api, const std::string& node, const json& pod) {
+  const std::string suffix = "," + pod["metadata"].value("namespace", "") + "," + pod["metadata"].value("name", "");
+  api.update("nodes", "", node, [&](const std::string& text) {
+    json n = json::parse(text);
+    const std::string lock = annotation(n, "hami.io/mutex.lock");
+    if (lock.size() >= suffix.size() && lock.compare(lock.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      n["metadata"]["annotations"].erase("hami.io/mutex.lock");
+    }
+    return n.dump();
+  });
 }
 
 }  // namespace
@@ -107,7 +138,8 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
     auto next = std::find_if(ctrs.begin(), ctrs.end(), [](const auto& c) { return !c.empty(); });
     if (next == ctrs.end()) return Error{out.pod + ": no device request left"};
     if (static_cast<int>(next->size()) != count) {
-      set_annotations(api, pod, {{"hami.io/bind-phase", "failed"}});
+      set_annotations(api, pod, {{"hami.io/bind-phase", "failed"}});  // PodAllocationFailed: and the lock goes
+      hami_release_lock(api, node, pod);
       return Error{out.pod + ": device number not matched (" + std::to_string(next->size()) + " in the annotation, " +
                    std::to_string(count) + " asked)"};
     }
@@ -126,6 +158,7 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
   // PodAllocationTrySuccess
   if (annotation(pod, "hami.io/vgpu-devices-to-allocate").find("NVIDIA") == std::string::npos) {
     set_annotations(api, pod, {{"hami.io/bind-phase", "success"}});
+    hami_release_lock(api, node, pod);
   }
   return out;
 }
@@ -155,7 +188,7 @@ int64_t gpushare_total(const json& pod) {
   int64_t total = 0;
   for (const json& c : pod["spec"].value("containers", json::array())) {
     const json limits = c.value("resources", json::object()).value("limits", json::object());
-    if (limits.contains("aliyun.com/gpu-mem")) total += std::stoll(limits["aliyun.com/gpu-mem"].get<std::string>());
+    if (limits.contains("aliyun.com/gpu-mem")) total += go_atoi(limits["aliyun.com/gpu-mem"].get<std::string>()).value_or(0);
   }
   return total;
 }
@@ -174,11 +207,12 @@ Result<GpushareAllocation> gpushare_allocate(FakeApiServer& api, const std::stri
     candidates.push_back(std::move(p));
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const json& a, const json& b) {
-    return std::stoull(annotation(a, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")) < std::stoull(annotation(b, "ALIYUN_COM_GPU_MEM_ASSUME_TIME"));
+    return go_atoi(annotation(a, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")).value_or(0) <
+           go_atoi(annotation(b, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")).value_or(0);
   });
   for (const json& p : candidates) {
     if (gpushare_total(p) != units) continue;
-    GpushareAllocation out{key_of(p), std::stoi(annotation(p, "ALIYUN_COM_GPU_MEM_IDX"))};
+    GpushareAllocation out{key_of(p), static_cast<int>(go_atoi(annotation(p, "ALIYUN_COM_GPU_MEM_IDX")).value_or(-1))};
     const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
     set_annotations(api, p, {{"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}, {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", std::to_string(now.count())}});
     return out;
@@ -191,21 +225,17 @@ std::map<std::pair<std::string, int>, int64_t> gpushare_extender_usage(const Fak
   for (const std::string& text : api.list("pods")) {
     json p = json::parse(text);
     if (node_of(p).empty() || phase_of(p) == "Succeeded" || phase_of(p) == "Failed") continue;
-    int64_t pod_units = 0;
-    try {
-      pod_units = std::stoll(annotation(p, "ALIYUN_COM_GPU_MEM_POD"));
-    } catch (...) {
-      continue;  // Atoi error: 0
-    }
+    const int64_t pod_units = go_atoi(annotation(p, "ALIYUN_COM_GPU_MEM_POD")).value_or(0);  // an Atoi error: 0
     if (pod_units <= 0) continue;
-    int idx = -1;
-    try {
-      idx = std::stoi(annotation(p, "ALIYUN_COM_GPU_MEM_IDX"));
-    } catch (...) {
-      continue;
+    const int64_t idx = go_atoi(annotation(p, "ALIYUN_COM_GPU_MEM_IDX")).value_or(-1);
+    // addOrUpdatePod skips an index outside [0, gpu-count).
+    int64_t count = 0;
+    if (auto n = api.get("nodes", "", node_of(p))) {
+      const json cap = json::parse(*n).value("status", json::object()).value("capacity", json::object());
+      if (cap.contains("aliyun.com/gpu-count")) count = go_atoi(cap["aliyun.com/gpu-count"].get<std::string>()).value_or(0);
     }
-    if (idx < 0) continue;
-    out[{node_of(p), idx}] += pod_units;
+    if (idx < 0 || idx >= count) continue;
+    out[{node_of(p), static_cast<int>(idx)}] += pod_units;
   }
   return out;
 }

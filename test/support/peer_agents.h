@@ -7,7 +7,8 @@
 //   else the first Pending pod on the node in bind-phase allocating; each
 //   call takes the next non-empty entry of hami.io/vgpu-devices-to-allocate
 //   (its device count must equal kubelet's), erases it, and marks the pod
-//   bind-phase success when none is left.
+//   bind-phase success when none is left; success or failure releases the
+//   node lock if it names the pod.
 //   HAMi's scheduler after a restart (§A2.8): per card UUID, the shares,
 //   memory and cores of hami.io/vgpu-devices-allocated of every pod with
 //   hami.io/vgpu-node not Succeeded/Failed.

@@ -7,6 +7,12 @@
 namespace fracpack::k8s {
 namespace {
 
+ContractConfig profile(const std::string& name) {
+  ContractConfig c;
+  c.profile = name;
+  return c;
+}
+
 const GpushareContract kContract;
 
 Pod pod_from(const std::string& json, const Contract& contract = kContract) {
@@ -82,7 +88,7 @@ TEST(GpushareContract, NodesFromCapacity) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("less than 1 GiB a card"), std::string::npos) << bad.message();
   // Another profile's node agent registered it.
-  const auto gpushare = make_contract(ContractConfig{"gpushare", {}, {}, {}, {}, {}});
+  const auto gpushare = make_contract(profile("gpushare"));
   ASSERT_TRUE(gpushare.ok());
   spec = (*gpushare)->node_spec(node_from(R"("aliyun.com/gpu-mem":"32","aliyun.com/gpu-count":"2")", R"("fracpack.io/gpu-devices":"[]")"));
   ASSERT_TRUE(spec.ok());

@@ -7,6 +7,12 @@
 namespace fracpack::k8s {
 namespace {
 
+ContractConfig profile(const std::string& name) {
+  ContractConfig c;
+  c.profile = name;
+  return c;
+}
+
 const HamiContract kContract;
 
 Pod pod_from(const std::string& json, const Contract& contract = kContract) {
@@ -74,10 +80,11 @@ TEST(HamiContract, RequestsFollowHamisRules) {
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->containers[0].cores, 1000);
   EXPECT_TRUE(r->containers[0].alone);
-  // A share without a count is one card (HAMi's webhook adds nvidia.com/gpu: 1).
+  // A share without a count: kubelet would never ask HAMi's plugin for it.
   r = request(R"("nvidia.com/gpumem":"2000")");
-  ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r->containers[0].cards, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("pod ml/p: container main: names a GPU share but not resources.limits[nvidia.com/gpu]"), std::string::npos)
+      << r.message();
 }
 
 TEST(HamiContract, TheSchedulersDeviceConfigurationApplies) {
@@ -118,7 +125,7 @@ TEST(HamiContract, BadRequestsNameThePodAndTheField) {
                                              ctr("warm", R"("nvidia.com/gpu":"1")") + R"(],"containers":[{"name":"main"}]}})"));
   expect_error(init, "init container warm");
   // Two profiles' resources in one pod.
-  const auto hami = make_contract(ContractConfig{"hami", {}, {}, {}, {}, {}});
+  const auto hami = make_contract(profile("hami"));
   ASSERT_TRUE(hami.ok());
   auto mixed = (*hami)->pod_request(pod_from(pod_json(ctr("main", R"("nvidia.com/gpu":"1","aliyun.com/gpu-mem":"2")")), **hami));
   expect_error(mixed, "aliyun.com/gpu-mem (the gpushare profile)");
@@ -213,12 +220,15 @@ TEST(HamiContract, RecordsAreReadBackByUuid) {
   ASSERT_EQ(r.kind, RecordedAllocation::Kind::kAllocation) << r.problem;
   EXPECT_EQ(r.allocation.containers[0].name, "worker");
   EXPECT_EQ(read(";GPU-a,NVIDIA,1,1:;").kind, RecordedAllocation::Kind::kNeedsNode);
+  // HAMi's decoder accepts a last entry without its ";".
+  r = read(";GPU-a,NVIDIA,4096,30:", "n1", &node);
+  ASSERT_EQ(r.kind, RecordedAllocation::Kind::kAllocation) << r.problem;
+  EXPECT_EQ(r.allocation.containers[0].name, "worker");
   for (const auto& [record, part] : std::vector<std::pair<std::string, std::string>>{
            {";GPU-z,NVIDIA,1,1:;", "not among node n1's registered cards"},
            {";GPU-a,NVIDIA,x,1:;", "memory \"x\""},
            {";GPU-a,NVIDIA:;", "expected UUID,type,memory,cores"},
            {";GPU-a,NVIDIA,1,1:GPU-a,NVIDIA,1,1:;", "twice"},
-           {";GPU-a,NVIDIA,1,1:", "does not end with"},
        }) {
     r = read(record, "n1", &node);
     EXPECT_EQ(r.kind, RecordedAllocation::Kind::kMalformed) << record;

@@ -1,0 +1,59 @@
+// HAMi's per-node lock, taken as HAMi's own scheduler takes it
+// (node-side.md §A2.4): node annotation hami.io/mutex.lock =
+// "<RFC 3339 time>,<namespace>,<pod>", set with a merge patch that carries
+// the node's resourceVersion (two writers cannot both take it). HAMi's
+// device plugin serves the pod the lock names at Allocate, then releases it;
+// a bind that fails releases it here.
+//
+//   free, ours          take (ours: a retried bind takes it afresh)
+//   held, expired       take over (older than `expire`, HAMi's 5 min)
+//   held, owner gone    take over (the pod no longer exists)
+//   held, unreadable    take over (HAMi cannot read it either)
+//   held by a live pod  wait (poll) until the bind's deadline, then refuse
+//                       naming the holder: kube-scheduler retries the pod
+//
+// The cost: binds to one node are serialised until Allocate (README,
+// "Replacing HAMi's scheduler"; bench/hami_lock_bench).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "k8s/api_client.h"
+#include "k8s/binding.h"
+#include "scheduling/result.h"
+
+namespace fracpack::k8s {
+
+struct NodeLockOptions {
+  std::string annotation = "hami.io/mutex.lock";
+  std::chrono::milliseconds expire{std::chrono::minutes(5)};
+  std::chrono::milliseconds poll{20};  // while another pod holds it
+};
+
+struct NodeLockValue {
+  std::chrono::system_clock::time_point at;
+  std::string namespace_name;  // empty: a bare time (HAMi's ParseNodeLock accepts it)
+  std::string name;
+};
+std::string format_node_lock(std::chrono::system_clock::time_point at, const std::string& ns, const std::string& name);
+std::optional<NodeLockValue> parse_node_lock(std::string_view text);
+
+class NodeLock {
+ public:
+  explicit NodeLock(NodeLockOptions options = {}) : options_(std::move(options)) {}
+
+  // Takes the lock of `target.node` for the target pod before `deadline`.
+  Status acquire(ApiClient& client, const BindTarget& target, std::chrono::steady_clock::time_point deadline) const;
+  // Releases it if the lock still names the target pod (HAMi's owner check).
+  void release(ApiClient& client, const BindTarget& target) const;
+
+  const NodeLockOptions& options() const { return options_; }
+
+ private:
+  NodeLockOptions options_;
+};
+
+}  // namespace fracpack::k8s
