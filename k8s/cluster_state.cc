@@ -37,6 +37,15 @@ bool ClusterState::ready() const {
   return pods_synced_ && nodes_synced_;
 }
 
+std::vector<std::string> ClusterState::held_by(const std::vector<std::string_view>& nodes) const {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  if (!builder_.any_held()) return out;
+  out.reserve(nodes.size());
+  for (std::string_view n : nodes) out.push_back(builder_.held_by(n));
+  return out;
+}
+
 std::optional<Pod> ClusterState::pod(const std::string& uid) const {
   std::shared_lock lock(mu_);
   auto it = pods_.find(uid);

@@ -193,6 +193,9 @@ class ClusterState {
   scheduling::ShapeCounts observed_shapes() const;
 
   const Contract& contract() const { return *contract_; }
+  // Per node, the pod its agent's lock names (Contract::node_held_by; ""
+  // none); empty when no node is held.
+  std::vector<std::string> held_by(const std::vector<std::string_view>& nodes) const;
   const Selection& selection() const { return contract_->selection(); }
   std::chrono::milliseconds assume_ttl() const { return options_.assume_ttl; }
 

@@ -1,5 +1,7 @@
 #include "k8s/ledger_builder.h"
 
+#include <chrono>
+
 #include "k8s/contract/kubernetes_rules.h"
 #include "scheduling/fit.h"
 
@@ -17,6 +19,11 @@ void LedgerBuilder::apply_node(const Node& node) {
     problems_("node ?", "node without a name");
     return;
   }
+  if (std::string holder = contract_.node_held_by(node, std::chrono::system_clock::now()); !holder.empty()) {
+    held_by_[name] = std::move(holder);
+  } else {
+    held_by_.erase(name);
+  }
   auto spec = contract_.node_spec(node);
   if (spec) {
     auto old = specs_.find(name);
@@ -33,7 +40,13 @@ void LedgerBuilder::apply_node(const Node& node) {
   resolve_node(name);
 }
 
+std::string LedgerBuilder::held_by(std::string_view node) const {
+  auto it = held_by_.find(node);
+  return it == held_by_.end() ? std::string() : it->second;
+}
+
 void LedgerBuilder::delete_node(const std::string& name) {
+  held_by_.erase(name);
   specs_.erase(name);
   malformed_nodes_.erase(name);
   ledger_.remove_node(name);

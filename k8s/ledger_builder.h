@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <map>
+#include <string_view>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -59,6 +60,9 @@ class LedgerBuilder {
   // Told when a node starts (reason) or stops ("") being excluded.
   void on_left_alone(std::function<void(const std::string& node, const std::string& reason)> fn) { left_alone_ = std::move(fn); }
   void delete_node(const std::string& name);
+  // Contract::node_held_by of the node when it was last seen ("" none).
+  std::string held_by(std::string_view node) const;
+  bool any_held() const { return !held_by_.empty(); }
   // A pod bound to pod.node_name and not terminal: what it holds.
   void apply_bound_pod(const Pod& pod);
   // The pod holds nothing any more (deleted, finished, gone from a list).
@@ -86,6 +90,7 @@ class LedgerBuilder {
   std::unordered_map<std::string, Pod> unresolved_pods_;
   LedgerCounters counters_;
   std::function<void(const std::string&, const std::string&)> left_alone_;
+  std::map<std::string, std::string, std::less<>> held_by_;  // node -> pod between bind and Allocate
 };
 
 }  // namespace fracpack::k8s

@@ -179,6 +179,12 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
     }
   }
   for (size_t i = 0; i < names.size(); ++i) out[i].score = raw[i] ? scheduling::extender_score(*raw[i], lo, hi) : 0;
+  // A node whose agent is serving another pod's bind (HAMi's node lock)
+  // takes this pod's bind only after that pod's Allocate: rank it last.
+  const std::vector<std::string> held = state_.held_by(names);
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (!held[i].empty() && held[i] != pod.key()) out[i].score = 0;
+  }
   return json_response(200, k8s::format_host_priorities(out));
 }
 

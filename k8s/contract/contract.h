@@ -77,6 +77,11 @@ class Contract {
   // What a pod bound to `pod.node_name` holds by its annotations; `node` is
   // that node's description (null while it is not known).
   virtual RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const = 0;
+  // The pod ("namespace/name") a node agent's per-node lock says is between
+  // its bind and Allocate on `node` at `now` (HAMi's hami.io/mutex.lock),
+  // "" when none: prioritize ranks a held node last for every other pod, so
+  // a burst spreads instead of queueing behind one node's lock.
+  virtual std::string node_held_by(const Node&, std::chrono::system_clock::time_point) const { return {}; }
 };
 
 }  // namespace fracpack::k8s

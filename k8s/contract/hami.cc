@@ -8,6 +8,7 @@
 #include "k8s/contract/card_list.h"
 #include "k8s/contract/kubernetes_rules.h"
 #include "k8s/json.h"
+#include "k8s/node_lock.h"
 #include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 
@@ -110,7 +111,7 @@ HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles
   std::set<std::string> prefixes;
   for (const std::string* a : {&names_.use_type, &names_.nouse_type, &names_.use_uuid, &names_.nouse_uuid, &names_.numa_bind,
                                &names_.vgpu_mode, &names_.register_devices, &names_.cordon, &names_.to_allocate,
-                               &names_.allocated, &names_.vgpu_node, &names_.vgpu_time, &names_.bind_phase, &names_.bind_time}) {
+                               &names_.allocated, &names_.vgpu_node, &names_.vgpu_time, &names_.bind_phase, &names_.bind_time, &names_.node_lock}) {
     prefixes.insert(domain(*a));
   }
   selection_.annotation_prefixes.assign(prefixes.begin(), prefixes.end());
@@ -429,6 +430,14 @@ StringMap HamiContract::allocation_annotations(const Pod& pod, const Allocation&
       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count());
   return {{names_.to_allocate, devices}, {names_.allocated, devices},     {names_.vgpu_node, allocation.node},
           {names_.vgpu_time, seconds},   {names_.bind_phase, "allocating"}, {names_.bind_time, seconds}};
+}
+
+std::string HamiContract::node_held_by(const Node& node, std::chrono::system_clock::time_point now) const {
+  const std::string* lock = node.meta.annotation(names_.node_lock);
+  if (lock == nullptr) return {};
+  auto v = parse_node_lock(*lock);
+  if (!v || v->name.empty() || now - v->at > options_.node_lock_expire) return {};
+  return v->namespace_name + "/" + v->name;
 }
 
 RecordedAllocation HamiContract::recorded_allocation(const Pod& pod, const NodeSpec* node) const {

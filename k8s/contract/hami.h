@@ -59,6 +59,8 @@ struct HamiNames {
   std::string vgpu_time = "hami.io/vgpu-time";
   std::string bind_phase = "hami.io/bind-phase";
   std::string bind_time = "hami.io/bind-time";
+  // The node lock (k8s/node_lock.h).
+  std::string node_lock = "hami.io/mutex.lock";
 
   std::vector<std::string> gpu_resources() const { return {gpu, gpu_memory, gpu_memory_percent, gpu_cores}; }
   bool operator==(const HamiNames&) const = default;
@@ -69,6 +71,7 @@ struct HamiOptions {
   int64_t memory_factor = 1;   // nvidia.com/gpumem is in units of this many MiB
   int64_t default_memory = 0;  // MiB per share when a pod names neither memory; 0: the whole card
   int64_t default_cores = 0;   // percent per share when a pod names no cores
+  std::chrono::milliseconds node_lock_expire{std::chrono::minutes(5)};  // HAMi's nodeLockExpire
   bool operator==(const HamiOptions&) const = default;
 };
 
@@ -85,6 +88,8 @@ class HamiContract : public Contract {
   StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
                                    std::chrono::system_clock::time_point now) const override;
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+  // The pod hami.io/mutex.lock names, unless it is older than nodeLockExpire.
+  std::string node_held_by(const Node& node, std::chrono::system_clock::time_point now) const override;
 
   const HamiNames& names() const { return names_; }
 

@@ -31,7 +31,9 @@ const std::vector<std::string>& profile_names() {
 Result<std::shared_ptr<const Contract>> make_contract(const ContractConfig& c) {
   if (c.profile == "fracpack") return std::shared_ptr<const Contract>(std::make_shared<FracpackContract>(c.fracpack, others_of(c)));
   if (c.profile == "hami") {
-    return std::shared_ptr<const Contract>(std::make_shared<HamiContract>(c.hami, c.hami_options, others_of(c)));
+    HamiOptions options = c.hami_options;
+    options.node_lock_expire = c.hami_node_lock_expire;
+    return std::shared_ptr<const Contract>(std::make_shared<HamiContract>(c.hami, options, others_of(c)));
   }
   if (c.profile == "gpushare") {
     return std::shared_ptr<const Contract>(std::make_shared<GpushareContract>(c.gpushare, c.gpushare_options, others_of(c)));

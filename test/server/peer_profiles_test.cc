@@ -225,6 +225,38 @@ TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
   EXPECT_EQ(compare_ledger(*c.api, c.daemon().state()), "") << "c's refused bind released its reservation";
 }
 
+// A node whose lock another pod holds (bound, not yet allocated) is ranked
+// last, so a burst spreads instead of queueing behind one node's lock.
+TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "hami";
+  Connected c(cfg);
+  for (const char* n : {"x", "y", "z"}) {
+    json devices = json::array({{{"id", std::string("GPU-") + n}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
+    c.api->create("nodes", node(n, {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
+  }
+  c.start();
+  const auto share = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+  for (const char* name : {"a", "b", "p"}) c.api->create("pods", pending_pod(name, share));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p").has_value(); }));
+  ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "y").ok());
+  ASSERT_TRUE(hami_allocate(*c.api, "y", {1}).ok());  // y: a share, its lock released
+  ASSERT_TRUE(c.driver().bind("default", "b", "u-b", "x").ok());  // x: a share, its lock held by b
+  ASSERT_TRUE(Cluster::wait_for([&] { return !c.daemon().state().held_by({"x"}).empty() && c.daemon().state().held_by({"x"})[0] == "default/b"; }));
+  const std::vector<CandidateNode> nodes = {{"x", ""}, {"y", ""}, {"z", ""}};
+  auto scores = c.driver().prioritize(0, pending_pod("p", share), nodes);
+  ASSERT_TRUE(scores.ok()) << scores.message();
+  EXPECT_EQ((*scores)["x"], 0) << "held by b's lock";
+  EXPECT_GT((*scores)["y"], 0);
+  EXPECT_GT((*scores)["z"], 0);
+  // Once b's Allocate released it, x packs as well as y again.
+  ASSERT_TRUE(hami_allocate(*c.api, "x", {1}).ok());
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().held_by({"x"}).empty(); }));
+  scores = c.driver().prioritize(0, pending_pod("p", share), nodes);
+  ASSERT_TRUE(scores.ok()) << scores.message();
+  EXPECT_EQ((*scores)["x"], (*scores)["y"]);
+}
+
 TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheSame) {
   config::Config cfg = test_config();
   cfg.contract.profile = "gpushare";
