@@ -85,25 +85,29 @@ void LedgerBuilder::remove_pod(const std::string& uid) {
   unresolve(uid);
 }
 
+void LedgerBuilder::confirm_record(const Pod& pod, const PodFacts& facts, scheduling::Allocation allocation) {
+  const int over = ledger_.confirm(facts, std::move(allocation));
+  if (over > 0) {
+    ++counters_.overcommit_reports;
+    problems_("pod " + facts.key, "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
+  }
+}
+
 void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   const std::string& uid = pod.meta.uid;
   const std::string key = pod.key();
   unresolve(uid);  // the previous version may have been waiting on its node
+  auto spec = specs_.find(pod.node_name);
+  RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
   auto req = contract_.pod_request(pod);
   if (!req) {
     ++counters_.malformed_pods;
     problems_("pod " + key, req.message());
     // A pod fracpack would not place (another scheduler bound it) may still
     // carry a full record of what it holds: that is what it holds.
-    auto spec = specs_.find(pod.node_name);
-    RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
     scheduling::PodRequest facts_only;
     if (rec.kind == RecordedAllocation::Kind::kAllocation && pod_facts(pod, facts_only).ok()) {
-      const int over = ledger_.confirm(PodFacts{uid, key, facts_only.cpu_milli, facts_only.memory_bytes}, std::move(rec.allocation));
-      if (over > 0) {
-        ++counters_.overcommit_reports;
-        problems_("pod " + key, "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
-      }
+      confirm_record(pod, PodFacts{uid, key, facts_only.cpu_milli, facts_only.memory_bytes}, std::move(rec.allocation));
       return;
     }
     ledger_.confirm(PodFacts{uid, key, 0, 0}, Allocation{pod.node_name, {}});
@@ -116,14 +120,8 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
     return;
   }
   const PodFacts facts{uid, key, req->cpu_milli, req->memory_bytes};
-  auto spec = specs_.find(pod.node_name);
-  RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
   if (rec.kind == RecordedAllocation::Kind::kAllocation) {
-    const int over = ledger_.confirm(facts, std::move(rec.allocation));
-    if (over > 0) {
-      ++counters_.overcommit_reports;
-      problems_("pod " + key, "its allocation record over-commits " + std::to_string(over) + " card(s) of " + pod.node_name);
-    }
+    confirm_record(pod, facts, std::move(rec.allocation));
     return;
   }
   if (!rec.problem.empty()) {

@@ -73,6 +73,8 @@ class LedgerBuilder {
 
  private:
   void resolve_node(const std::string& node);
+  // The pod's record as written; an over-commit it causes is reported.
+  void confirm_record(const Pod& pod, const scheduling::PodFacts& facts, scheduling::Allocation allocation);
   void push_effective_spec(const std::string& node);
   // Charges the pod from a partial record or by inference; false if its
   // cards cannot be known (yet).

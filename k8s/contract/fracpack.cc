@@ -26,13 +26,10 @@ using scheduling::PodRequest;
 
 Selection ContractNames::selection() const {
   Selection s;
-  auto domain = [](const std::string& name) {
-    const size_t slash = name.find('/');
-    return slash == std::string::npos ? name : name.substr(0, slash + 1);
-  };
-  std::set<std::string> annotation_prefixes = {domain(model),  domain(uuid),       domain(uuid_exclude),
-                                               domain(numa),   domain(devices),    domain(cordon),
-                                               domain(allocation), domain(indices)};
+  std::set<std::string> annotation_prefixes;
+  for (const std::string* a : {&model, &uuid, &uuid_exclude, &numa, &devices, &cordon, &allocation, &indices}) {
+    annotation_prefixes.insert(name_domain(*a));
+  }
   s.annotation_prefixes.assign(annotation_prefixes.begin(), annotation_prefixes.end());
   s.label_prefixes = {gfd_count, gfd_memory, gfd_product};
   s.resources = {"cpu", "memory", gpu, gpu_memory, gpu_memory_percent, gpu_cores};
@@ -40,8 +37,6 @@ Selection ContractNames::selection() const {
 }
 
 namespace {
-
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 // A container's share request, or none (cards == 0) when it names nothing.
 Result<ContainerRequest> container_request(const Container& c, bool init, const ContractNames& n) {
@@ -96,7 +91,7 @@ Result<int64_t> label_int(const Node& node, const std::string& label, int64_t mi
   int64_t x = 0;
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
   if (v->empty() || ec != std::errc() || p != v->data() + v->size() || x < min || x > max) {
-    return Error{"label " + label + ": " + quote(*v) + " is not an integer in " + std::to_string(min) + ".." +
+    return Error{"label " + label + ": " + in_quotes(*v) + " is not an integer in " + std::to_string(min) + ".." +
                  std::to_string(max)};
   }
   return x;
@@ -156,7 +151,7 @@ Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
     if (v == "single") {
       r.numa_single = true;
     } else if (v != "any") {
-      return Error{who + ": annotation " + n.numa + ": " + quote(*numa) + " is not one of single, any"};
+      return Error{who + ": annotation " + n.numa + ": " + in_quotes(*numa) + " is not one of single, any"};
     }
   }
   return r;
@@ -303,16 +298,10 @@ std::string format_indices(const Allocation& a) { return scheduling::card_indice
 
 std::optional<std::vector<int>> parse_indices(std::string_view text) {
   std::vector<int> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string part = trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+  for (std::string_view field : split_fields(text, ',')) {
     int v = 0;
-    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || p != part.data() + part.size() || v < 0) return std::nullopt;
+    if (!parse_decimal(trim(field), v) || v < 0) return std::nullopt;
     out.push_back(v);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return out;
 }

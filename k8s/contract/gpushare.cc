@@ -19,11 +19,6 @@ using scheduling::PodRequest;
 
 namespace {
 
-bool parse_int(std::string_view text, int64_t& out) {
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc() && p == text.data() + text.size();
-}
-
 // Capacity first (the extender reads it), allocatable for a node that
 // shows none. Absent: 0.
 Result<int64_t> node_resource(const Node& node, const std::string& name) {
@@ -45,8 +40,7 @@ GpushareContract::GpushareContract(GpushareNames names, GpushareOptions options,
     : names_(std::move(names)), options_(options), foreign_(std::move(foreign)) {
   if (options_.unit_mib != 1) options_.unit_mib = 1024;
   std::set<std::string> prefixes = {names_.index, names_.device_memory, names_.pod_memory, names_.assigned, names_.assume_time};
-  const size_t slash = names_.cordon.find('/');
-  prefixes.insert(slash == std::string::npos ? names_.cordon : names_.cordon.substr(0, slash + 1));
+  prefixes.insert(name_domain(names_.cordon));
   selection_.annotation_prefixes.assign(prefixes.begin(), prefixes.end());
   selection_.resources = {"cpu", "memory", names_.gpu_memory, names_.gpu_count};
   foreign_.extend(selection_);
@@ -154,7 +148,7 @@ RecordedAllocation GpushareContract::recorded_allocation(const Pod& pod, const N
   const std::string* idx = pod.meta.annotation(names_.index);
   if (idx == nullptr) return out;
   int64_t index = -1;
-  if (!parse_int(*idx, index) || index < 0 || index > 1023) {
+  if (!parse_decimal(*idx, index) || index < 0 || index > 1023) {
     out.kind = RecordedAllocation::Kind::kMalformed;
     out.problem = "annotation " + names_.index + ": \"" + *idx + "\" is not a card index";
     return out;
@@ -163,7 +157,7 @@ RecordedAllocation GpushareContract::recorded_allocation(const Pod& pod, const N
   // known and the request says how much.
   const std::string* total = pod.meta.annotation(names_.pod_memory);
   int64_t units = -1;
-  if (total == nullptr || !parse_int(*total, units) || units < 0 || units > (int64_t{1} << 40) / options_.unit_mib) {
+  if (total == nullptr || !parse_decimal(*total, units) || units < 0 || units > (int64_t{1} << 40) / options_.unit_mib) {
     out.kind = RecordedAllocation::Kind::kCards;
     out.cards = {static_cast<int>(index)};
     out.cards_source = "annotation " + names_.index;

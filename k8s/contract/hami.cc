@@ -24,14 +24,6 @@ using scheduling::PodRequest;
 
 namespace {
 
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-template <class Int>
-bool parse_int(std::string_view text, Int& out) {
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc() && p == text.data() + text.size();
-}
-
 // Go's strconv.ParseBool, which HAMi's annotations go through.
 std::optional<bool> parse_go_bool(std::string_view v) {
   for (std::string_view t : {"1", "t", "T", "TRUE", "true", "True"}) {
@@ -104,15 +96,11 @@ Result<ContainerRequest> container_request(const Container& c, const HamiNames& 
 HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles foreign)
     : names_(std::move(names)), options_(options), foreign_(std::move(foreign)) {
   if (options_.memory_factor < 1) options_.memory_factor = 1;
-  auto domain = [](const std::string& name) {
-    const size_t slash = name.find('/');
-    return slash == std::string::npos ? name : name.substr(0, slash + 1);
-  };
   std::set<std::string> prefixes;
   for (const std::string* a : {&names_.use_type, &names_.nouse_type, &names_.use_uuid, &names_.nouse_uuid, &names_.numa_bind,
                                &names_.vgpu_mode, &names_.register_devices, &names_.cordon, &names_.to_allocate,
                                &names_.allocated, &names_.vgpu_node, &names_.vgpu_time, &names_.bind_phase, &names_.bind_time, &names_.node_lock}) {
-    prefixes.insert(domain(*a));
+    prefixes.insert(name_domain(*a));
   }
   selection_.annotation_prefixes.assign(prefixes.begin(), prefixes.end());
   selection_.resources = {"cpu", "memory", names_.gpu, names_.gpu_memory, names_.gpu_memory_percent, names_.gpu_cores};
@@ -162,12 +150,12 @@ Result<PodRequest> HamiContract::pod_request(const Pod& pod) const {
   r.model_match = PodRequest::ModelMatch::kContainsIgnoringCase;  // HAMi: strings.Contains of upper-cased names
   if (const std::string* numa = pod.meta.annotation(n.numa_bind)) {
     auto b = parse_go_bool(trim(*numa));
-    if (!b) return Error{who + ": annotation " + n.numa_bind + ": " + quote(*numa) + " is not true or false"};
+    if (!b) return Error{who + ": annotation " + n.numa_bind + ": " + in_quotes(*numa) + " is not true or false"};
     r.numa_single = *b;
   }
   if (const std::string* mode = pod.meta.annotation(n.vgpu_mode)) {
     if (trim(*mode) != "hami-core") {
-      return Error{who + ": annotation " + n.vgpu_mode + ": " + quote(*mode) +
+      return Error{who + ": annotation " + n.vgpu_mode + ": " + in_quotes(*mode) +
                    ": fracpack places hami-core shares only (MIG and MPS slices stay with HAMi's scheduler)"};
     }
   }
@@ -197,12 +185,7 @@ Result<std::vector<Card>> parse_register_json(std::string_view text, std::vector
     int64_t count = 0, devcore = 0;
     bool index_given = false;
     std::string mode;
-    for (auto fr : obj) {
-      simdjson::ondemand::field f;
-      if (auto e = std::move(fr).get(f)) return json::syntax_error(e, where);
-      std::string_view key;
-      if (auto e = f.unescaped_key().get(key)) return json::syntax_error(e, where);
-      auto v = f.value();
+    Status read = json::for_each_field(obj, where, [&](std::string_view key, simdjson::ondemand::value v) -> Status {
       auto integer = [&](int64_t lo, int64_t hi, int64_t& out) -> Status {
         if (v.get_int64().get(out) || out < lo || out > hi) {
           return Error{where + ": " + std::string(key) + " must be an integer " + std::to_string(lo) + ".." + std::to_string(hi)};
@@ -240,8 +223,9 @@ Result<std::vector<Card>> parse_register_json(std::string_view text, std::vector
       } else if (key == "health") {
         if (v.get_bool().get(c.healthy)) s = Error{where + ": health must be true or false"};
       }
-      if (!s.ok()) return Error{s.message()};
-    }
+      return s;
+    });
+    if (!read.ok()) return Error{read.message()};
     if (c.uuid.empty()) return Error{where + ": id (the card's UUID) is required"};
     if (count < 1) return Error{where + " (" + c.uuid + "): count (the split count) must be at least 1"};
     if (c.memory_mib < 1) return Error{where + " (" + c.uuid + "): devmem (MiB) must be at least 1"};
@@ -261,13 +245,7 @@ Result<std::vector<Card>> parse_register_text(std::string_view text, std::vector
   for (const std::string& device : split_list(text, ':')) {
     const std::string where = "device [" + std::to_string(i++) + "]";
     std::vector<std::string> f;
-    size_t start = 0;
-    for (;;) {
-      const size_t comma = device.find(',', start);
-      f.push_back(trim(std::string_view(device).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
+    for (std::string_view field : split_fields(device, ',')) f.push_back(trim(field));
     if (f.size() != 7 && f.size() != 9) {
       return Error{where + ": " + std::to_string(f.size()) +
                    " fields; expected uuid,count,devmem,devcore,type,numa,health[,index,mode]"};
@@ -276,22 +254,22 @@ Result<std::vector<Card>> parse_register_text(std::string_view text, std::vector
     c.uuid = f[0];
     int64_t count = 0, devcore = 0;
     if (c.uuid.empty()) return Error{where + ": the UUID is empty"};
-    if (!parse_int(f[1], count) || count < 1) return Error{where + " (" + c.uuid + "): count " + quote(f[1]) + " is not a positive integer"};
-    if (!parse_int(f[2], c.memory_mib) || c.memory_mib < 1 || c.memory_mib > (int64_t{1} << 30)) {
-      return Error{where + " (" + c.uuid + "): devmem " + quote(f[2]) + " is not a positive integer (MiB)"};
+    if (!parse_decimal(f[1], count) || count < 1) return Error{where + " (" + c.uuid + "): count " + in_quotes(f[1]) + " is not a positive integer"};
+    if (!parse_decimal(f[2], c.memory_mib) || c.memory_mib < 1 || c.memory_mib > (int64_t{1} << 30)) {
+      return Error{where + " (" + c.uuid + "): devmem " + in_quotes(f[2]) + " is not a positive integer (MiB)"};
     }
-    if (!parse_int(f[3], devcore) || devcore < 1) return Error{where + " (" + c.uuid + "): devcore " + quote(f[3]) + " is not a positive integer"};
+    if (!parse_decimal(f[3], devcore) || devcore < 1) return Error{where + " (" + c.uuid + "): devcore " + in_quotes(f[3]) + " is not a positive integer"};
     c.model = f[4];
-    if (!parse_int(f[5], c.numa) || c.numa < 0 || c.numa > 255) return Error{where + " (" + c.uuid + "): numa " + quote(f[5]) + " is not 0..255"};
+    if (!parse_decimal(f[5], c.numa) || c.numa < 0 || c.numa > 255) return Error{where + " (" + c.uuid + "): numa " + in_quotes(f[5]) + " is not 0..255"};
     auto healthy = parse_go_bool(f[6]);
-    if (!healthy) return Error{where + " (" + c.uuid + "): health " + quote(f[6]) + " is not true or false"};
+    if (!healthy) return Error{where + " (" + c.uuid + "): health " + in_quotes(f[6]) + " is not true or false"};
     c.healthy = *healthy;
     c.max_sharers = static_cast<int>(std::min<int64_t>(count, 1 << 20));
     bool index_given = false;
     std::string mode = "hami-core";
     if (f.size() == 9) {
-      if (!parse_int(f[7], c.index) || c.index < 0 || c.index > 1023) {
-        return Error{where + " (" + c.uuid + "): index " + quote(f[7]) + " is not 0..1023"};
+      if (!parse_decimal(f[7], c.index) || c.index < 0 || c.index > 1023) {
+        return Error{where + " (" + c.uuid + "): index " + in_quotes(f[7]) + " is not 0..1023"};
       }
       index_given = true;
       mode = f[8];
@@ -368,24 +346,17 @@ Result<std::vector<std::vector<HamiDevice>>> parse_hami_devices(std::string_view
       std::string_view dev = entry.substr(ds, colon == std::string_view::npos ? std::string_view::npos : colon - ds);
       ds = colon == std::string_view::npos ? entry.size() : colon + 1;
       if (dev.empty()) continue;
-      std::vector<std::string_view> f;
-      size_t fs = 0;
-      for (;;) {
-        const size_t comma = dev.find(',', fs);
-        f.push_back(dev.substr(fs, comma == std::string_view::npos ? std::string_view::npos : comma - fs));
-        if (comma == std::string_view::npos) break;
-        fs = comma + 1;
-      }
-      const std::string where = "entry " + std::to_string(ci) + " device " + quote(dev);
+      const std::vector<std::string_view> f = split_fields(dev, ',');
+      const std::string where = "entry " + std::to_string(ci) + " device " + in_quotes(dev);
       if (f.size() < 4) return Error{where + ": expected UUID,type,memory,cores"};
       HamiDevice d;
       d.uuid = std::string(f[0].substr(0, f[0].find('[')));
       d.type = std::string(f[1]);
       if (d.uuid.empty()) return Error{where + ": the UUID is empty"};
-      if (!parse_int(f[2], d.memory_mib) || d.memory_mib < 0 || d.memory_mib > (int64_t{1} << 40)) {
-        return Error{where + ": memory " + quote(f[2]) + " is not a non-negative integer (MiB)"};
+      if (!parse_decimal(f[2], d.memory_mib) || d.memory_mib < 0 || d.memory_mib > (int64_t{1} << 40)) {
+        return Error{where + ": memory " + in_quotes(f[2]) + " is not a non-negative integer (MiB)"};
       }
-      if (!parse_int(f[3], d.cores) || d.cores < 0 || d.cores > 100) return Error{where + ": cores " + quote(f[3]) + " is not 0..100"};
+      if (!parse_decimal(f[3], d.cores) || d.cores < 0 || d.cores > 100) return Error{where + ": cores " + in_quotes(f[3]) + " is not 0..100"};
       devices.push_back(std::move(d));
     }
     out.push_back(std::move(devices));

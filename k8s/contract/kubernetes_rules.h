@@ -5,6 +5,7 @@
 // carry.
 #pragma once
 
+#include <charconv>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,5 +41,19 @@ Status node_allocatable(const Node& node, scheduling::NodeSpec& spec);
 // The non-empty, trimmed parts of `text` split at `sep` ("A|B", "0, 2").
 std::vector<std::string> split_list(std::string_view text, char sep);
 std::string trim(std::string_view text);
+// Every part of `text` split at `sep`, empty ones kept, untrimmed (the
+// positional fields of a record: "uuid,10,32768,,").
+std::vector<std::string_view> split_fields(std::string_view text, char sep);
+// A whole decimal integer and nothing else (no space, no sign but '-').
+template <class Int>
+bool parse_decimal(std::string_view text, Int& out) {
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && ec == std::errc() && p == text.data() + text.size();
+}
+// "value" in double quotes, for messages.
+std::string in_quotes(std::string_view text);
+// The "<domain>/" of a qualified name ("hami.io/vgpu-node" -> "hami.io/"),
+// or the whole name: the prefix a Selection keeps for it.
+std::string name_domain(const std::string& name);
 
 }  // namespace fracpack::k8s

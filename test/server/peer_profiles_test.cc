@@ -79,6 +79,20 @@ std::vector<std::vector<std::string>> ledger_uuids(server::Daemon& d, const std:
   });
 }
 
+// Creates `pod` on the API server, waits until fracpack has seen it, runs
+// kube-scheduler's cycle over `nodes` and binds it: the node it went to.
+Result<std::string> create_schedule_bind(Connected& c, const std::string& pod, const std::vector<CandidateNode>& nodes) {
+  const json p = json::parse(pod);
+  const std::string name = p["metadata"]["name"], uid = p["metadata"]["uid"];
+  c.api->create("pods", pod);
+  if (!Cluster::wait_for([&] { return c.daemon().state().pod(uid).has_value(); })) return Error{name + ": fracpack never saw it"};
+  CycleResult cycle = c.driver().schedule(pod, nodes);
+  if (!cycle.error.empty()) return Error{name + ": " + cycle.error};
+  if (cycle.node.empty()) return Error{name + " did not fit"};
+  if (Status s = c.driver().bind("default", name, uid, cycle.node); !s.ok()) return Error{name + ": " + s.message()};
+  return cycle.node;
+}
+
 void restart(Connected& c) {
   c.daemon_->drain(std::chrono::milliseconds(1000));
   c.daemon_.reset();
@@ -123,15 +137,12 @@ TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
   for (const std::string& pod : pods) {
     const json p = json::parse(pod);
     const std::string name = p["metadata"]["name"], uid = p["metadata"]["uid"];
-    c.api->create("pods", pod);
-    ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod(uid).has_value(); })) << name;
-    CycleResult cycle = c.driver().schedule(pod, nodes);
-    ASSERT_TRUE(cycle.error.empty()) << name << ": " << cycle.error;
-    ASSERT_FALSE(cycle.node.empty()) << name << " did not fit";
-    ASSERT_TRUE(c.driver().bind("default", name, uid, cycle.node).ok()) << name;
+    const auto bound_to = create_schedule_bind(c, pod, nodes);
+    ASSERT_TRUE(bound_to.ok()) << bound_to.message();
+    const std::string& node_name = *bound_to;
     const auto chosen = ledger_uuids(c.daemon(), uid);
     // HAMi's node lock names the pod until its Allocate (the plugin's first lookup).
-    const json n = json::parse(*c.api->get("nodes", "", cycle.node));
+    const json n = json::parse(*c.api->get("nodes", "", node_name));
     EXPECT_NE(n["metadata"]["annotations"].value("hami.io/mutex.lock", "").find(",default," + name), std::string::npos) << name;
 
     // kubelet admits it: one Allocate call per container with nvidia.com/gpu.
@@ -140,7 +151,7 @@ TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
       const json limits = ctr.value("resources", json::object()).value("limits", json::object());
       if (limits.contains("nvidia.com/gpu")) counts.push_back(std::stoi(limits["nvidia.com/gpu"].get<std::string>()));
     }
-    auto served = hami_allocate(*c.api, cycle.node, counts);
+    auto served = hami_allocate(*c.api, node_name, counts);
     ASSERT_TRUE(served.ok()) << name << ": " << served.message();
     EXPECT_EQ(served->pod, "default/" + name);
     EXPECT_EQ(served->devices, chosen) << name;
@@ -273,14 +284,11 @@ TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheS
     const std::string pod = pending_pod(name, json::array({container("proxy", json::object()),
                                                            container("main", {{"aliyun.com/gpu-mem", std::to_string(units)}})}));
     const std::string uid = "u-" + name;
-    c.api->create("pods", pod);
-    ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod(uid).has_value(); })) << name;
-    CycleResult cycle = c.driver().schedule(pod, nodes);
-    ASSERT_TRUE(cycle.error.empty()) << name << ": " << cycle.error;
-    ASSERT_FALSE(cycle.node.empty()) << name << " did not fit";
-    ASSERT_TRUE(c.driver().bind("default", name, uid, cycle.node).ok()) << name;
+    const auto bound_to = create_schedule_bind(c, pod, nodes);
+    ASSERT_TRUE(bound_to.ok()) << bound_to.message();
+    const std::string& node_name = *bound_to;
     const auto chosen = ledger_uuids(c.daemon(), uid);
-    auto served = gpushare_allocate(*c.api, cycle.node, units);
+    auto served = gpushare_allocate(*c.api, node_name, units);
     ASSERT_TRUE(served.ok()) << name << ": " << served.message();
     EXPECT_EQ(served->pod, "default/" + name);
     EXPECT_EQ(std::vector<std::vector<std::string>>{{std::to_string(served->index)}}, chosen) << name;
