@@ -1,24 +1,54 @@
 #include "scheduling/decision_cache.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace fracpack::scheduling {
 
-std::string demand_key(const PodRequest& pod) {
-  std::string k = std::to_string(pod.cpu_milli) + "/" + std::to_string(pod.memory_bytes);
-  for (const ContainerRequest& c : pod.containers) {
-    k += "|" + std::string(c.init ? "i" : "a") + std::to_string(c.cards) + "x" + std::to_string(c.cores) + "," +
-         std::to_string(c.memory_mib) + "," + std::to_string(c.memory_percent) + (c.alone ? "A" : "") +
-         (c.percent_rounds_down ? "D" : "");
+namespace {
+
+void append_number(std::string& k, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  k.append(buf, r.ptr);
+}
+
+void append_list(std::string& k, char tag, const std::vector<std::string>& list) {
+  k += '|';
+  k += tag;
+  for (const auto& s : list) {
+    k += s;
+    k += ';';
   }
-  k += pod.model_match == PodRequest::ModelMatch::kExact ? "|m" : "|M";
-  for (const auto& m : pod.allowed_models) k += m + ";";
-  k += "|-";
-  for (const auto& m : pod.excluded_models) k += m + ";";
-  k += "|u";
-  for (const auto& u : pod.uuid_allow) k += u + ";";
-  k += "|x";
-  for (const auto& u : pod.uuid_exclude) k += u + ";";
+}
+
+}  // namespace
+
+// Built once per request (and per replayed pod): appended in place, no
+// temporaries.
+std::string demand_key(const PodRequest& pod) {
+  std::string k;
+  k.reserve(32 + 24 * pod.containers.size());
+  append_number(k, pod.cpu_milli);
+  k += '/';
+  append_number(k, pod.memory_bytes);
+  for (const ContainerRequest& c : pod.containers) {
+    k += '|';
+    k += c.init ? 'i' : 'a';
+    append_number(k, c.cards);
+    k += 'x';
+    append_number(k, c.cores);
+    k += ',';
+    append_number(k, c.memory_mib);
+    k += ',';
+    append_number(k, c.memory_percent);
+    if (c.alone) k += 'A';
+    if (c.percent_rounds_down) k += 'D';
+  }
+  append_list(k, pod.model_match == PodRequest::ModelMatch::kExact ? 'm' : 'M', pod.allowed_models);
+  append_list(k, '-', pod.excluded_models);
+  append_list(k, 'u', pod.uuid_allow);
+  append_list(k, 'x', pod.uuid_exclude);
   if (pod.numa_single) k += "|numa";
   return k;
 }
@@ -26,17 +56,14 @@ std::string demand_key(const PodRequest& pod) {
 void judge(const PodRequest& pod, const NodeState& node, Policy& policy, const FitOptions& options, bool explain,
            Verdict& out) {
   out.score = 0;
-  out.picks = Picks{};
+  out.picks.size = 0;
   out.reason.clear();
   out.unresolvable = false;
   out.fits = fits(pod, node, options);
   if (out.fits) {
-    Evaluation e;
-    if (policy.evaluate(pod, node, e)) {
-      out.score = e.score;
-      out.picks = e.picks;
-      return;
-    }
+    if (policy.evaluate(pod, node, out)) return;
+    out.score = 0;
+    out.picks.size = 0;
     // fits() and the policy disagree: say so rather than guess.
     out.fits = false;
     if (explain) out.reason = "no card assignment the " + std::string(policy.name()) + " policy accepts";

@@ -25,12 +25,12 @@
 
 namespace fracpack::scheduling {
 
-struct Verdict {
+// A verdict is the policy's Evaluation (score and picks, meaningful when
+// fits) plus why not: judge() lets the policy write into it directly.
+struct Verdict : Evaluation {
   bool fits = false;
   bool unresolvable = false;  // no card of the node could ever take the pod
   std::string reason;         // when !fits (and explained)
-  int64_t score = 0;          // when fits: the policy's score (see Policy::score_range)
-  Picks picks;                // when fits: the cards the pod would get
 };
 
 // Identifies pods with the same demand (everything but their names): their

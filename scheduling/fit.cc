@@ -57,13 +57,27 @@ std::string container_label(const ContainerRequest& c) {
   return (c.init ? "init container " : "container ") + (c.name.empty() ? std::string("?") : c.name);
 }
 
+// Node positions hold uint8_t (Picks); a node never has more cards.
+constexpr size_t kMaxCards = 256;
+
+// Writes the positions of the cards one share of `c` can go on now into
+// `out` (room for every card of the node); returns how many.
+size_t candidates(const PodRequest& pod, const NodeState& node, const ContainerRequest& c, uint8_t* out) {
+  size_t n = 0;
+  for (size_t p = 0; p < node.cards().size(); ++p) {
+    const Card& card = node.cards()[p];
+    if (card_compatible(pod, card) && share_fits(c, card, node.use()[p])) out[n++] = static_cast<uint8_t>(p);
+  }
+  return n;
+}
+
 // Picks `n` candidates, in their given order, all on one NUMA node when asked:
 // the first NUMA node to collect n of them wins.
-bool take(const NodeState& node, std::span<const uint8_t> ranked, int n, bool numa_single, std::vector<uint8_t>& out) {
-  out.clear();
+// `out` has room for n.
+bool take(const NodeState& node, std::span<const uint8_t> ranked, int n, bool numa_single, uint8_t* out) {
   if (static_cast<int>(ranked.size()) < n) return false;
   if (!numa_single) {
-    out.assign(ranked.begin(), ranked.begin() + n);
+    std::copy(ranked.begin(), ranked.begin() + n, out);
     return true;
   }
   for (size_t i = 0; i < ranked.size(); ++i) {
@@ -72,7 +86,7 @@ bool take(const NodeState& node, std::span<const uint8_t> ranked, int n, bool nu
     for (size_t j = 0; j <= i; ++j) count += node.cards()[ranked[j]].numa == numa ? 1 : 0;
     if (count == n) {
       for (size_t j = 0; j <= i; ++j) {
-        if (node.cards()[ranked[j]].numa == numa) out.push_back(ranked[j]);
+        if (node.cards()[ranked[j]].numa == numa) *out++ = ranked[j];
       }
       return true;
     }
@@ -166,11 +180,8 @@ bool assign_init(const PodRequest& pod, const NodeState& node, const CardRanker&
   for (size_t i = 0; i < pod.containers.size(); ++i) {
     const ContainerRequest& c = pod.containers[i];
     if (!c.init) continue;
-    std::vector<uint8_t> cand;
-    for (size_t p = 0; p < node.cards().size(); ++p) {
-      const Card& card = node.cards()[p];
-      if (card_compatible(pod, card) && share_fits(c, card, node.use()[p])) cand.push_back(static_cast<uint8_t>(p));
-    }
+    std::vector<uint8_t> cand(node.cards().size());
+    cand.resize(candidates(pod, node, c, cand.data()));
     if (static_cast<int>(cand.size()) < c.cards) return false;
     ranker.rank(pod, c, node, node.use(), cand);
     std::stable_partition(cand.begin(), cand.end(), [&](uint8_t p) {
@@ -179,13 +190,28 @@ bool assign_init(const PodRequest& pod, const NodeState& node, const CardRanker&
       return app.cores - base.cores >= c.cores &&
              app.memory_mib - base.memory_mib >= c.memory_on(node.cards()[p].memory_mib);
     });
-    if (!take(node, cand, c.cards, pod.numa_single, chosen[i])) return false;
+    chosen[i].resize(static_cast<size_t>(c.cards));
+    if (!take(node, cand, c.cards, pod.numa_single, chosen[i].data())) return false;
   }
   return true;
 }
 
 bool assign_impl(const PodRequest& pod, const NodeState& node, const CardRanker& ranker, Picks& out,
                  bool* exhausted) {
+  if (pod.containers.size() == 1 && !pod.containers[0].init && node.cards().size() <= kMaxCards) {
+    // The common case, one app container: its best-ranked cards, with no
+    // search and no allocation.
+    const ContainerRequest& c = pod.containers[0];
+    std::array<uint8_t, kMaxCards> cand;
+    const size_t n = candidates(pod, node, c, cand.data());
+    if (static_cast<int>(n) < c.cards || c.cards > static_cast<int>(Picks::kMax)) return false;
+    ranker.rank(pod, c, node, node.use(), std::span<uint8_t>(cand.data(), n));
+    std::array<uint8_t, Picks::kMax> chosen;
+    if (!take(node, std::span<const uint8_t>(cand.data(), n), c.cards, pod.numa_single, chosen.data())) return false;
+    out.size = 0;
+    for (int k = 0; k < c.cards; ++k) out.push(chosen[static_cast<size_t>(k)]);
+    return true;
+  }
   std::vector<int> app;
   for (size_t i = 0; i < pod.containers.size(); ++i) {
     if (!pod.containers[i].init) app.push_back(static_cast<int>(i));
@@ -202,14 +228,13 @@ bool assign_impl(const PodRequest& pod, const NodeState& node, const CardRanker&
   if (app.size() == 1) {
     // One app container: its best-ranked cards, no search needed.
     const ContainerRequest& c = pod.containers[static_cast<size_t>(app[0])];
-    std::vector<uint8_t> cand;
-    for (size_t p = 0; p < node.cards().size(); ++p) {
-      const Card& card = node.cards()[p];
-      if (card_compatible(pod, card) && share_fits(c, card, node.use()[p])) cand.push_back(static_cast<uint8_t>(p));
-    }
+    std::vector<uint8_t> cand(node.cards().size());
+    cand.resize(candidates(pod, node, c, cand.data()));
     if (static_cast<int>(cand.size()) < c.cards) return false;
     ranker.rank(pod, c, node, node.use(), cand);
-    if (!take(node, cand, c.cards, pod.numa_single, chosen[static_cast<size_t>(app[0])])) return false;
+    std::vector<uint8_t>& mine = chosen[static_cast<size_t>(app[0])];
+    mine.resize(static_cast<size_t>(c.cards));
+    if (!take(node, cand, c.cards, pod.numa_single, mine.data())) return false;
     for (uint8_t p : chosen[static_cast<size_t>(app[0])]) add_share(with_app[p], c, node.cards()[p], +1);
   } else if (!app.empty()) {
     AppSearch search(pod, node, ranker, app);
@@ -230,13 +255,7 @@ bool assign_impl(const PodRequest& pod, const NodeState& node, const CardRanker&
 
 }  // namespace
 
-bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use) {
-  return card.schedulable() && use.cores < kCardMilli && kCardMilli - use.cores >= c.cores &&
-         card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib) &&
-         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0);
-}
-
-bool card_compatible(const PodRequest& pod, const Card& card) {
+bool card_matches_lists(const PodRequest& pod, const Card& card) {
   if (!pod.allowed_models.empty() && !names_model(pod, pod.allowed_models, card.model)) return false;
   if (!pod.excluded_models.empty() && names_model(pod, pod.excluded_models, card.model)) return false;
   if (!pod.uuid_allow.empty() && !contains(pod.uuid_allow, card.uuid)) return false;

@@ -63,12 +63,26 @@ struct FitResult {
 };
 
 // Can this card ever serve the pod (model, UUID lists)? Ignores usage and health.
-bool card_compatible(const PodRequest& pod, const Card& card);
+// Inline because every policy asks it per card per node: most pods name no
+// model or UUID, and they pay one test.
+bool card_matches_lists(const PodRequest& pod, const Card& card);
+inline bool card_compatible(const PodRequest& pod, const Card& card) {
+  if (pod.allowed_models.empty() && pod.excluded_models.empty() && pod.uuid_allow.empty() &&
+      pod.uuid_exclude.empty()) {
+    return true;
+  }
+  return card_matches_lists(pod, card);
+}
 
 // Can one share of `c` go on this card now: schedulable, compute and memory
 // free, the card's sharer limit, and a share that must be alone. The one
-// rule every policy's card choice follows.
-bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use);
+// rule every policy's card choice follows; inline because it is the
+// innermost test of every placement.
+inline bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use) {
+  return card.schedulable() && use.cores < kCardMilli && kCardMilli - use.cores >= c.cores &&
+         card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib) &&
+         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0);
+}
 
 // Full check with the reason; the picks follow `ranker`.
 FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker);
