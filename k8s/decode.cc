@@ -237,7 +237,7 @@ Status decode_node(od::object v, const Selection& sel, Node& out) {
     if (key == "status") {
       return for_each_field(val, "status", [&](std::string_view k, od::value sv) -> Status {
         if (k == "allocatable") return decode_resources(sv, "status.allocatable", sel, out.allocatable);
-        if (k == "capacity") return decode_resources(sv, "status.capacity", sel, out.capacity);
+        if (k == "capacity" && sel.capacity) return decode_resources(sv, "status.capacity", sel, out.capacity);
         return Status::Ok();
       });
     }

@@ -11,6 +11,33 @@
 namespace fracpack::k8s {
 namespace {
 
+// What a streamed response's head said, and the start of an error body
+// (the first 64 KiB, for the message); a 200's bytes go to the caller.
+struct StreamReply {
+  int status = 0;
+  bool headed = false;
+  std::string retry_after, error_body;
+
+  auto on_head() {
+    return [this](int s, const std::string& ra) {
+      status = s;
+      headed = true;
+      retry_after = ra;
+      return Status::Ok();
+    };
+  }
+  template <class Fn>
+  auto on_body(Fn ok) {
+    return [this, ok](std::string_view bytes) -> Status {
+      if (status != 200) {
+        if (error_body.size() < 65536) error_body.append(bytes);
+        return Status::Ok();
+      }
+      return ok(bytes);
+    };
+  }
+};
+
 // Ends a stream early with a decision already taken.
 const char* const kStopStream = "informer: stream stopped on purpose";
 
@@ -191,25 +218,17 @@ Informer::Next Informer::list(std::stop_token& stop) {
   while (true) {
     ListSplitter splitter;
     ItemPipeline items(sink_, options_.decode_thread);
-    int status = 0;
-    std::string error_body, retry;
-    auto result = client_.stream(
-        query(cont.empty() ? rv : "", false, 0, cont), client_.config().request_timeout,
-        [&](int s, const std::string& ra) {
-          status = s;
-          retry = ra;
-          return Status::Ok();
-        },
-        [&](std::string_view bytes) -> Status {
-          if (status != 200) {
-            if (error_body.size() < 65536) error_body.append(bytes);
-            return Status::Ok();
-          }
-          return splitter.feed(bytes, [&](std::string_view item) {
-            items.push(item);
-            return Status::Ok();
-          });
-        });
+    StreamReply reply;
+    auto result = client_.stream(query(cont.empty() ? rv : "", false, 0, cont), client_.config().request_timeout,
+                                 reply.on_head(), reply.on_body([&](std::string_view bytes) {
+                                   return splitter.feed(bytes, [&](std::string_view item) {
+                                     items.push(item);
+                                     return Status::Ok();
+                                   });
+                                 }));
+    const int status = reply.status;
+    const std::string& error_body = reply.error_body;
+    const std::string& retry = reply.retry_after;
     // Every item of this page is applied before the list is judged.
     const Status item_error = items.finish();
     if (stop.stop_requested()) {
@@ -282,9 +301,10 @@ Informer::Next Informer::watch(std::stop_token& stop) {
     ++stats_.watches;
   }
   ObjectSplitter splitter;
-  int status = 0;
-  bool headed = false;
-  std::string error_body, retry;
+  StreamReply reply;
+  const int& status = reply.status;
+  const std::string& error_body = reply.error_body;
+  const std::string& retry = reply.retry_after;
   uint64_t seen = 0;
   Next decided = Next::kWatch;
   bool decided_backoff = false;
@@ -346,19 +366,7 @@ Informer::Next Informer::watch(std::stop_token& stop) {
   };
   auto result = client_.stream(
       query(last_rv_, true, timeout, ""), std::chrono::seconds(timeout) + options_.read_margin,
-      [&](int s, const std::string& ra) {
-        status = s;
-        headed = true;
-        retry = ra;
-        return Status::Ok();
-      },
-      [&](std::string_view bytes) -> Status {
-        if (status != 200) {
-          if (error_body.size() < 65536) error_body.append(bytes);
-          return Status::Ok();
-        }
-        return splitter.feed(bytes, on_event);
-      });
+      reply.on_head(), reply.on_body([&](std::string_view bytes) { return splitter.feed(bytes, on_event); }));
   if (stop.stop_requested()) return Next::kStop;
   const bool short_and_empty = seen == 0 && std::chrono::steady_clock::now() - started < std::chrono::seconds(1);
   if (!result) {
@@ -367,7 +375,7 @@ Informer::Next Informer::watch(std::stop_token& stop) {
       return decided;
     }
     failed(result.message());
-    if (!headed) {
+    if (!reply.headed) {
       // The watch could not be opened (refused, reset): wait, re-watch, no relist.
       sleep(stop, next_backoff());
       return Next::kWatch;

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "k8s/objects.h"
 
@@ -76,6 +77,109 @@ Status for_each_element(od::value v, std::string_view path, Fn fn) {
   }
   return Status::Ok();
 }
+
+// Iterates the objects of an array, calling fn(object, where) -> Status;
+// `where` is "<prefix>[i]". An element that is not an object is an error
+// naming it.
+template <class Fn>
+Status for_each_object(od::array arr, std::string_view prefix, Fn fn) {
+  size_t i = 0;
+  for (auto er : arr) {
+    const std::string where = std::string(prefix) + "[" + std::to_string(i++) + "]";
+    od::object obj;
+    if (er.get_object().get(obj)) return Error{where + ": expected an object"};
+    if (Status s = fn(obj, where); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// The same over a value; `not_array` is the error when it is another type.
+template <class Fn>
+Status for_each_object(od::value v, std::string_view prefix, std::string_view not_array, Fn fn) {
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) {
+    return e == simdjson::INCORRECT_TYPE ? Error{std::string(not_array)} : syntax_error(e, prefix);
+  }
+  return for_each_object(arr, prefix, fn);
+}
+
+// Appends one T per object of the array `v` to `out`, each read by
+// parse(object, where, T&) -> Status.
+template <class T, class Parse>
+Status append_objects(od::value v, std::string_view prefix, std::string_view not_array, std::vector<T>& out, Parse parse) {
+  return for_each_object(v, prefix, not_array, [&](od::object obj, const std::string& where) -> Status {
+    T item;
+    if (Status s = parse(obj, where, item); !s.ok()) return s;
+    out.push_back(std::move(item));
+    return Status::Ok();
+  });
+}
+
+simdjson::ondemand::parser& thread_parser();
+
+// The same over a whole document (an annotation's JSON record), which must
+// be an array with nothing after it.
+template <class Fn>
+Status for_each_object_in(std::string_view text, std::string_view prefix, std::string_view not_array, Fn fn) {
+  simdjson::padded_string padded(text);
+  od::document doc;
+  if (auto e = thread_parser().iterate(padded).get(doc)) return syntax_error(e, "");
+  od::array arr;
+  if (auto e = doc.get_array().get(arr)) {
+    return e == simdjson::INCORRECT_TYPE ? Error{std::string(not_array)} : syntax_error(e, "");
+  }
+  if (Status s = for_each_object(arr, prefix, fn); !s.ok()) return s;
+  if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the array"};
+  return Status::Ok();
+}
+
+// Typed reads of one field of a record (an annotation's JSON), with errors
+// "<where><sep><key> must be ...".
+class FieldValue {
+ public:
+  FieldValue(od::value v, std::string_view where, std::string_view key, std::string_view sep = ": ")
+      : v_(v), where_(where), key_(key), sep_(sep) {}
+  Status integer(int64_t lo, int64_t hi, int64_t& out) {
+    auto e = v_.get_int64().get(out);
+    if (broken(e)) return syntax_error(e, where_);
+    if (e || out < lo || out > hi) return fail("must be an integer " + std::to_string(lo) + ".." + std::to_string(hi));
+    return Status::Ok();
+  }
+  template <class Int>
+  Status integer(int64_t lo, int64_t hi, Int& out) {
+    int64_t x = 0;
+    Status s = integer(lo, hi, x);
+    if (s.ok()) out = static_cast<Int>(x);
+    return s;
+  }
+  Status string(std::string& out) {
+    std::string_view s;
+    auto e = v_.get_string().get(s);
+    if (broken(e)) return syntax_error(e, where_);
+    if (e) return fail("must be a string");
+    out = std::string(s);
+    return Status::Ok();
+  }
+  Status boolean(bool& out) {
+    auto e = v_.get_bool().get(out);
+    if (broken(e)) return syntax_error(e, where_);
+    if (e) return fail("must be true or false");
+    return Status::Ok();
+  }
+  od::value& value() { return v_; }
+  // The document itself is malformed (not merely a value of another type).
+  static bool broken(simdjson::error_code e) {
+    return e != simdjson::SUCCESS && e != simdjson::INCORRECT_TYPE && e != simdjson::NUMBER_ERROR &&
+           e != simdjson::NUMBER_OUT_OF_RANGE;
+  }
+  Error fail(const std::string& what) const {
+    return Error{std::string(where_) + std::string(sep_) + std::string(key_) + " " + what};
+  }
+
+ private:
+  od::value v_;
+  std::string_view where_, key_, sep_;
+};
 
 // Runs fn(root value) over the text, padding it into a buffer, and checks
 // that nothing follows the value.

@@ -23,6 +23,9 @@ struct Selection {
   std::vector<std::string> annotation_prefixes;
   std::vector<std::string> label_prefixes;
   std::vector<std::string> resources;  // exact names, e.g. "cpu", "fracpack.io/gpu"
+  // Nodes' status.capacity too (gpushare's cards are read there); else
+  // only status.allocatable is decoded.
+  bool capacity = false;
 
   bool keep_annotation(std::string_view key) const;
   bool keep_label(std::string_view key) const;

@@ -2,6 +2,17 @@
 
 namespace fracpack::server {
 
+namespace {
+
+// The bind timeout ran out `doing` something, before the Binding was posted.
+Binder::Outcome too_late(const k8s::BindTarget& t, const std::string& doing) {
+  return Binder::Outcome{Error{"pod " + t.namespace_name + "/" + t.name + " was not bound to " + t.node +
+                               ": fracpack's bind timeout (cluster.bindTimeout) ran out " + doing +
+                               ", before the Binding could be posted; kube-scheduler will retry it"}};
+}
+
+}  // namespace
+
 BindingWorkers::BindingWorkers(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics)
     : client_(std::move(client)), events_(events), fence_(fence), metrics_(metrics) {
   for (int i = 0; i < std::max(1, workers); ++i) {
@@ -39,11 +50,7 @@ void BindingWorkers::bind(Job job, std::function<void(Outcome, const k8s::BindTa
 Binder::Outcome BindingWorkers::post(k8s::ApiClient& client, Job& job) {
   const k8s::BindTarget& t = job.target;
   const std::string who = t.namespace_name + "/" + t.name;
-  auto late = [&](const std::string& doing) {
-    return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": fracpack's bind timeout (cluster.bindTimeout) ran out " +
-                         doing + ", before the Binding could be posted; kube-scheduler will retry it"}};
-  };
-  if (Clock::now() >= job.deadline) return late("while the bind waited for a worker");
+  if (Clock::now() >= job.deadline) return too_late(t, "while the bind waited for a worker");
   if (!node_lock_ || !job.recheck) return fence_and_post(client, job);
   // A GPU bind under the node lock: taken first, kept when the Binding is
   // applied (or may have been: the device plugin releases it), released
@@ -59,16 +66,12 @@ Binder::Outcome BindingWorkers::post(k8s::ApiClient& client, Job& job) {
 Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job) {
   const k8s::BindTarget& t = job.target;
   const std::string who = t.namespace_name + "/" + t.name;
-  auto late = [&](const std::string& doing) {
-    return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": fracpack's bind timeout (cluster.bindTimeout) ran out " +
-                         doing + ", before the Binding could be posted; kube-scheduler will retry it"}};
-  };
   Outcome out;
   if (job.recheck && fence_ != nullptr) {
     const auto started = Clock::now();
     auto fresh = fence_->node_pods(client, t.node, job.arrived, job.deadline);
     metrics_.bind_fence(std::chrono::duration<double>(Clock::now() - started).count(), fresh.ok());
-    if (!fresh && Clock::now() >= job.deadline) return late("while reading the node's pods from the API server (" + fresh.message() + ")");
+    if (!fresh && Clock::now() >= job.deadline) return too_late(t, "while reading the node's pods from the API server (" + fresh.message() + ")");
     if (!fresh) {
       return Outcome{Error{"pod " + who + " was not bound to " + t.node +
                            ": fracpack could not confirm that its ledger holds every pod the API server has bound there (" +
@@ -79,7 +82,7 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job)
     }
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now());
-  if (left.count() <= 0) return late("while the node's pods were read");
+  if (left.count() <= 0) return too_late(t, "while the node's pods were read");
   bool gone = false, unknown = false;
   auto r = k8s::post_binding(client, t, &gone, &unknown, std::min(left, client_.request_timeout));
   if (r) return out;

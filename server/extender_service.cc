@@ -294,11 +294,13 @@ Result<scheduling::Allocation> ExtenderService::choose_cards(const scheduling::P
 void ExtenderService::write_record(const k8s::Pod& pod, const scheduling::Allocation& allocation, k8s::BindTarget& target) const {
   // The contract's allocation record, written with the Binding (one write, §5.1).
   // Some records name what the node's cards are (gpushare's per-card memory).
-  const scheduling::NodeSpec node = state_.read([&](const Ledger& l) {
+  // Written under the ledger's shared lock rather than copying the node's cards.
+  const auto now = std::chrono::system_clock::now();
+  target.annotations = state_.read([&](const Ledger& l) {
     const NodeState* n = l.node(allocation.node);
-    return n != nullptr ? n->spec() : scheduling::NodeSpec{allocation.node, 0, 0, {}, {}};
+    if (n != nullptr) return contract_.allocation_annotations(pod, allocation, n->spec(), now);
+    return contract_.allocation_annotations(pod, allocation, scheduling::NodeSpec{allocation.node, 0, 0, {}, {}}, now);
   });
-  target.annotations = contract_.allocation_annotations(pod, allocation, node, std::chrono::system_clock::now());
   target.cards = scheduling::card_indices_text(allocation);
 }
 

@@ -45,11 +45,18 @@ std::string ForeignProfiles::node_owner(const Node& node) const {
   return {};
 }
 
+Result<scheduling::NodeSpec> ForeignProfiles::node_basics(const Node& node) const {
+  scheduling::NodeSpec spec;
+  if (Status s = node_allocatable(node, spec); !s.ok()) return Error{s.message()};
+  spec.excluded = node_owner(node);
+  return spec;
+}
+
 Status ForeignProfiles::check_pod(const Pod& pod, const std::vector<std::string>& own) const {
   if (!names_any_resource(pod, own)) return Status::Ok();
   for (const ForeignProfile& p : others_) {
     for (const auto& r : p.pod_resources) {
-      if (names_any_resource(pod, {r})) {
+      if (names_resource(pod, r)) {
         return Error{"pod " + pod.key() + ": asks for " + r + " (the " + p.name + " profile) beside the " + serving_ +
                      " profile's resources; one pod is served by one node agent: ask with one profile's resources"};
       }

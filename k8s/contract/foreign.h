@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "k8s/objects.h"
+#include "scheduling/model.h"
 #include "scheduling/result.h"
 
 namespace fracpack::k8s {
@@ -30,6 +31,11 @@ class ForeignProfiles {
   void extend(Selection& selection) const;
   // Why `node` is another profile's ("" when it is not).
   std::string node_owner(const Node& node) const;
+  // What every contract's node_spec starts from: the node's name and
+  // allocatable CPU and memory, with `excluded` set when another profile's
+  // agent registers its cards (GFD labels are on every NVIDIA node and prove
+  // nothing; two agents would hand out the same cards).
+  Result<scheduling::NodeSpec> node_basics(const Node& node) const;
   // Refuses a pod that names another profile's resources beside ours.
   Status check_pod(const Pod& pod, const std::vector<std::string>& own_resources) const;
 

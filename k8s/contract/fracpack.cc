@@ -7,8 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "k8s/contract/card_list.h"
-#include "k8s/contract/kubernetes_rules.h"
+#include "k8s/contract/codec.h"
 #include "k8s/json.h"
 #include "common/json_write.h"
 #include "scheduling/fit.h"
@@ -16,23 +15,9 @@
 
 namespace fracpack::k8s {
 
-using scheduling::Allocation;
-using scheduling::Card;
-using scheduling::CardShare;
-using scheduling::ContainerAllocation;
-using scheduling::ContainerRequest;
-using scheduling::NodeSpec;
-using scheduling::PodRequest;
-
 Selection ContractNames::selection() const {
-  Selection s;
-  std::set<std::string> annotation_prefixes;
-  for (const std::string* a : {&model, &uuid, &uuid_exclude, &numa, &devices, &cordon, &allocation, &indices}) {
-    annotation_prefixes.insert(name_domain(*a));
-  }
-  s.annotation_prefixes.assign(annotation_prefixes.begin(), annotation_prefixes.end());
+  Selection s = selection_of({&model, &uuid, &uuid_exclude, &numa, &devices, &cordon, &allocation, &indices}, gpu_resources());
   s.label_prefixes = {gfd_count, gfd_memory, gfd_product};
-  s.resources = {"cpu", "memory", gpu, gpu_memory, gpu_memory_percent, gpu_cores};
   return s;
 }
 
@@ -43,45 +28,31 @@ Result<ContainerRequest> container_request(const Container& c, bool init, const 
   ContainerRequest r;
   r.name = c.name;
   r.init = init;
-  bool has_count = false, has_mem = false, has_pct = false, has_cores = false;
-  auto count = extended_resource(c, n.gpu, has_count);
-  if (!count) return count.error();
-  auto mem = extended_resource(c, n.gpu_memory, has_mem);
-  if (!mem) return mem.error();
-  auto pct = extended_resource(c, n.gpu_memory_percent, has_pct);
-  if (!pct) return pct.error();
-  auto cores = extended_resource(c, n.gpu_cores, has_cores);
-  if (!cores) return cores.error();
-  const bool shares = has_mem || has_pct || has_cores;
-  if (!has_count && !shares) return r;  // no GPU for this container
-  if (has_mem && has_pct) {
+  auto asked = share_resources(c, n.gpu, n.gpu_memory, n.gpu_memory_percent, n.gpu_cores);
+  if (!asked) return asked.error();
+  const ShareResources& a = *asked;
+  if (!a.asks()) return r;  // no GPU for this container
+  if (a.has_memory && a.has_percent) {
     return Error{"resources.limits: " + n.gpu_memory + " and " + n.gpu_memory_percent + " are alternatives; name one"};
   }
-  if (has_count && *count == 0) {
-    if (shares) return Error{"resources.limits[" + n.gpu + "] is 0 but a GPU share is named"};
-    return r;  // "0 GPUs": nothing asked
+  const int64_t cards = a.has_count ? a.count : 1;
+  if (a.has_memory && a.memory < 1) return Error{"resources.limits[" + n.gpu_memory + "]: must be at least 1 (MiB)"};
+  if (a.has_memory && a.memory > (int64_t{1} << 40)) return Error{"resources.limits[" + n.gpu_memory + "]: out of range (MiB)"};
+  if (a.has_percent && (a.percent < 1 || a.percent > 100)) {
+    return Error{"resources.limits[" + n.gpu_memory_percent + "]: must be 1..100 (percent), got " + std::to_string(a.percent)};
   }
-  const int64_t cards = has_count ? *count : 1;
-  if (cards > static_cast<int64_t>(scheduling::Picks::kMax)) {
-    return Error{"resources.limits[" + n.gpu + "]: " + std::to_string(cards) + " cards is more than the maximum of 64"};
-  }
-  if (has_mem && *mem < 1) return Error{"resources.limits[" + n.gpu_memory + "]: must be at least 1 (MiB)"};
-  if (has_mem && *mem > (int64_t{1} << 40)) return Error{"resources.limits[" + n.gpu_memory + "]: out of range (MiB)"};
-  if (has_pct && (*pct < 1 || *pct > 100)) {
-    return Error{"resources.limits[" + n.gpu_memory_percent + "]: must be 1..100 (percent), got " + std::to_string(*pct)};
-  }
-  if (has_cores && (*cores < 1 || *cores > 100)) {
-    return Error{"resources.limits[" + n.gpu_cores + "]: must be 1..100 (percent), got " + std::to_string(*cores)};
+  if (a.has_cores && (a.cores < 1 || a.cores > 100)) {
+    return Error{"resources.limits[" + n.gpu_cores + "]: must be 1..100 (percent), got " + std::to_string(a.cores)};
   }
   r.cards = static_cast<int>(cards);
-  if (!shares) {  // a bare count: whole, exclusive cards
+  if (!a.names_share()) {  // a bare count: whole, exclusive cards
     r.cores = scheduling::kCardMilli;
     r.memory_percent = 100;
     return r;
   }
-  r.memory_mib = has_mem ? *mem : 0;
-  r.memory_percent = has_pct ? static_cast<int>(*pct) : 0;
-  r.cores = has_cores ? static_cast<int>(*cores) * 10 : 0;
+  r.memory_mib = a.has_memory ? a.memory : 0;
+  r.memory_percent = a.has_percent ? static_cast<int>(a.percent) : 0;
+  r.cores = a.has_cores ? static_cast<int>(a.cores) * 10 : 0;
   return r;
 }
 
@@ -100,11 +71,7 @@ Result<int64_t> label_int(const Node& node, const std::string& label, int64_t mi
 }  // namespace
 
 FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign)
-    : names_(std::move(names)), foreign_(std::move(foreign)), selection_(names_.selection()) {
-  foreign_.extend(selection_);
-}
-
-bool FracpackContract::requests_gpu(const Pod& pod) const { return names_any_resource(pod, names_.gpu_resources()); }
+    : ProfileContract("fracpack", std::move(names), FracpackOptions{}, std::move(foreign)) {}
 
 Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
   const ContractNames& n = names_;
@@ -161,62 +128,35 @@ namespace {
 
 Result<std::vector<Card>> parse_devices(std::string_view text) {
   std::vector<Card> cards;
-  Status s = Status::Ok();
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(text);
-  simdjson::ondemand::document doc;
-  if (auto e = parser.iterate(padded).get(doc)) return json::syntax_error(e, "");
-  simdjson::ondemand::array arr;
-  if (auto e = doc.get_array().get(arr)) {
-    if (e == simdjson::INCORRECT_TYPE) return Error{"expected a JSON array of cards"};
-    return json::syntax_error(e, "");
-  }
-  size_t i = 0;
-  for (auto er : arr) {
-    const std::string where = "card [" + std::to_string(i++) + "]";
-    simdjson::ondemand::object obj;
-    if (er.get_object().get(obj)) return Error{where + ": expected an object"};
+  Status s = json::for_each_object_in(text, "card ", "expected a JSON array of cards", [&](json::od::object obj, const std::string& where) -> Status {
     Card c;
     bool has_index = false, has_memory = false;
-    for (auto fr : obj) {
-      simdjson::ondemand::field f;
-      if (auto e = std::move(fr).get(f)) return json::syntax_error(e, where);
-      std::string_view key;
-      if (auto e = f.unescaped_key().get(key)) return json::syntax_error(e, where);
-      auto v = f.value();
+    Status read = json::for_each_field(obj, where, [&](std::string_view key, json::od::value v) -> Status {
+      json::FieldValue f(v, where, key);
       if (key == "index") {
-        int64_t x = 0;
-        if (v.get_int64().get(x) || x < 0 || x > 1023) return Error{where + ": index must be an integer 0..1023"};
-        c.index = static_cast<int>(x);
         has_index = true;
-      } else if (key == "uuid") {
-        std::string_view u;
-        if (v.get_string().get(u)) return Error{where + ": uuid must be a string"};
-        c.uuid = std::string(u);
-      } else if (key == "model") {
-        std::string_view m;
-        if (v.get_string().get(m)) return Error{where + ": model must be a string"};
-        c.model = std::string(m);
-      } else if (key == "memoryMiB") {
-        int64_t x = 0;
-        if (v.get_int64().get(x) || x < 1 || x > (int64_t{1} << 30)) {
-          return Error{where + ": memoryMiB must be a positive integer"};
-        }
-        c.memory_mib = x;
-        has_memory = true;
-      } else if (key == "numa") {
-        int64_t x = 0;
-        if (v.get_int64().get(x) || x < 0 || x > 255) return Error{where + ": numa must be an integer 0..255"};
-        c.numa = static_cast<int>(x);
-      } else if (key == "healthy") {
-        if (v.get_bool().get(c.healthy)) return Error{where + ": healthy must be true or false"};
+        return f.integer(0, 1023, c.index);
       }
-    }
+      if (key == "uuid") return f.string(c.uuid);
+      if (key == "model") return f.string(c.model);
+      if (key == "memoryMiB") {
+        has_memory = true;
+        int64_t x = 0;
+        if (!f.integer(1, int64_t{1} << 30, x).ok()) return f.fail("must be a positive integer");
+        c.memory_mib = x;
+        return Status::Ok();
+      }
+      if (key == "numa") return f.integer(0, 255, c.numa);
+      if (key == "healthy") return f.boolean(c.healthy);
+      return Status::Ok();
+    });
+    if (!read.ok()) return read;
     if (!has_index) return Error{where + ": index is required"};
     if (!has_memory) return Error{where + ": memoryMiB is required"};
     cards.push_back(std::move(c));
-  }
-  if (!doc.current_location().error()) return Error{"trailing content after the array"};
+    return Status::Ok();
+  });
+  if (!s.ok()) return Error{s.message()};
   return cards;
 }
 
@@ -225,14 +165,9 @@ Result<std::vector<Card>> parse_devices(std::string_view text) {
 Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
   const ContractNames& n = names_;
   const std::string who = "node " + node.meta.name;
-  NodeSpec spec;
-  if (Status s = node_allocatable(node, spec); !s.ok()) return Error{s.message()};
-  // Another agent's registration (GFD labels are on every NVIDIA node and
-  // prove nothing): two agents would hand out the same cards.
-  if (std::string owner = foreign_.node_owner(node); !owner.empty()) {
-    spec.excluded = std::move(owner);
-    return spec;
-  }
+  auto basics = foreign_.node_basics(node);
+  if (!basics || !basics->excluded.empty()) return basics;
+  NodeSpec spec = std::move(*basics);
 
   if (const std::string* devices = node.meta.annotation(n.devices)) {
     auto cards = parse_devices(*devices);
@@ -321,107 +256,80 @@ std::string format_devices(const std::vector<Card>& cards) {
   return out + "]";
 }
 
-Result<Allocation> parse_allocation(std::string_view text) {
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(text);
-  simdjson::ondemand::document doc;
-  if (auto e = parser.iterate(padded).get(doc)) return json::syntax_error(e, "");
-  simdjson::ondemand::object root;
-  if (auto e = doc.get_object().get(root)) {
-    if (e == simdjson::INCORRECT_TYPE) return Error{"expected a JSON object"};
-    return json::syntax_error(e, "");
+namespace {
+
+Status parse_share(json::od::object obj, const std::string& where, CardShare& out) {
+  bool has_index = false;
+  Status read = json::for_each_field(obj, where, [&](std::string_view key, json::od::value v) -> Status {
+    json::FieldValue f(v, where, key, ".");
+    if (key == "index") {
+      has_index = true;
+      return f.integer(0, 1023, out.index);
+    }
+    if (key == "uuid") return f.string(out.uuid);
+    if (key == "memoryMiB") {
+      if (!f.integer(0, int64_t{1} << 40, out.memory_mib).ok()) return f.fail("must be a non-negative integer");
+      return Status::Ok();
+    }
+    if (key == "cores") {
+      double x = 0;
+      if (f.value().get_double().get(x) || !(x >= 0 && x <= 100)) return f.fail("must be a number 0..100");
+      const double milli = x * 10;
+      if (std::abs(milli - std::round(milli)) > 1e-6) return f.fail("has more than one decimal");
+      out.cores = static_cast<int>(std::lround(milli));
+    }
+    return Status::Ok();
+  });
+  if (!read.ok()) return read;
+  if (!has_index) return Error{where + ".index is required"};
+  return Status::Ok();
+}
+
+Status parse_container(json::od::object obj, const std::string& where, ContainerAllocation& out) {
+  bool has_cards = false;
+  Status read = json::for_each_field(obj, where, [&](std::string_view key, json::od::value v) -> Status {
+    json::FieldValue f(v, where, key, ".");
+    if (key == "name") return f.string(out.name);
+    if (key == "init") return f.boolean(out.init);
+    if (key == "cards") {
+      has_cards = true;
+      return json::append_objects(v, where + ".cards", where + ".cards must be an array", out.cards, parse_share);
+    }
+    return Status::Ok();
+  });
+  if (!read.ok()) return read;
+  if (!has_cards) return Error{where + ".cards is required"};
+  std::set<int> seen;
+  for (const auto& share : out.cards) {
+    if (!seen.insert(share.index).second) return Error{where + ": card " + std::to_string(share.index) + " listed twice"};
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Allocation> parse_allocation(std::string_view text) {
   Allocation a;
   bool has_node = false, has_containers = false;
-  for (auto fr : root) {
-    simdjson::ondemand::field f;
-    if (auto e = std::move(fr).get(f)) return json::syntax_error(e, "");
-    std::string_view key;
-    if (auto e = f.unescaped_key().get(key)) return json::syntax_error(e, "");
-    auto v = f.value();
-    if (key == "node") {
-      std::string_view node;
-      if (v.get_string().get(node) || node.empty()) return Error{"node must be a non-empty string"};
-      a.node = std::string(node);
-      has_node = true;
-    } else if (key == "containers") {
-      has_containers = true;
-      simdjson::ondemand::array arr;
-      if (v.get_array().get(arr)) return Error{"containers must be an array"};
-      size_t ci = 0;
-      for (auto cr : arr) {
-        const std::string where = "containers[" + std::to_string(ci++) + "]";
-        simdjson::ondemand::object co;
-        if (cr.get_object().get(co)) return Error{where + ": expected an object"};
-        ContainerAllocation c;
-        bool has_cards = false;
-        for (auto cfr : co) {
-          simdjson::ondemand::field cf;
-          if (auto e = std::move(cfr).get(cf)) return json::syntax_error(e, where);
-          std::string_view ck;
-          if (auto e = cf.unescaped_key().get(ck)) return json::syntax_error(e, where);
-          auto cv = cf.value();
-          if (ck == "name") {
-            std::string_view name;
-            if (cv.get_string().get(name)) return Error{where + ".name must be a string"};
-            c.name = std::string(name);
-          } else if (ck == "init") {
-            if (cv.get_bool().get(c.init)) return Error{where + ".init must be true or false"};
-          } else if (ck == "cards") {
-            has_cards = true;
-            simdjson::ondemand::array cards;
-            if (cv.get_array().get(cards)) return Error{where + ".cards must be an array"};
-            size_t k = 0;
-            for (auto sr : cards) {
-              const std::string sw = where + ".cards[" + std::to_string(k++) + "]";
-              simdjson::ondemand::object so;
-              if (sr.get_object().get(so)) return Error{sw + ": expected an object"};
-              CardShare s;
-              bool has_index = false;
-              for (auto sfr : so) {
-                simdjson::ondemand::field sf;
-                if (auto e = std::move(sfr).get(sf)) return json::syntax_error(e, sw);
-                std::string_view sk;
-                if (auto e = sf.unescaped_key().get(sk)) return json::syntax_error(e, sw);
-                auto sv = sf.value();
-                if (sk == "index") {
-                  int64_t x = 0;
-                  if (sv.get_int64().get(x) || x < 0 || x > 1023) return Error{sw + ".index must be an integer 0..1023"};
-                  s.index = static_cast<int>(x);
-                  has_index = true;
-                } else if (sk == "uuid") {
-                  std::string_view u;
-                  if (sv.get_string().get(u)) return Error{sw + ".uuid must be a string"};
-                  s.uuid = std::string(u);
-                } else if (sk == "memoryMiB") {
-                  int64_t x = 0;
-                  if (sv.get_int64().get(x) || x < 0 || x > (int64_t{1} << 40)) {
-                    return Error{sw + ".memoryMiB must be a non-negative integer"};
-                  }
-                  s.memory_mib = x;
-                } else if (sk == "cores") {
-                  double x = 0;
-                  if (sv.get_double().get(x) || !(x >= 0 && x <= 100)) return Error{sw + ".cores must be a number 0..100"};
-                  const double milli = x * 10;
-                  if (std::abs(milli - std::round(milli)) > 1e-6) return Error{sw + ".cores has more than one decimal"};
-                  s.cores = static_cast<int>(std::lround(milli));
-                }
-              }
-              if (!has_index) return Error{sw + ".index is required"};
-              c.cards.push_back(std::move(s));
-            }
-          }
-        }
-        if (!has_cards) return Error{where + ".cards is required"};
-        std::set<int> seen;
-        for (const auto& s : c.cards) {
-          if (!seen.insert(s.index).second) return Error{where + ": card " + std::to_string(s.index) + " listed twice"};
-        }
-        a.containers.push_back(std::move(c));
-      }
+  Status s = json::with_document(text, [&](json::od::value root) -> Status {
+    json::od::object obj;
+    if (auto e = root.get_object().get(obj)) {
+      return e == simdjson::INCORRECT_TYPE ? Error{"expected a JSON object"} : json::syntax_error(e, "");
     }
-  }
-  if (!doc.current_location().error()) return Error{"trailing content after the object"};
+    return json::for_each_field(obj, "", [&](std::string_view key, json::od::value v) -> Status {
+      if (key == "node") {
+        std::string_view node;
+        if (v.get_string().get(node) || node.empty()) return Error{"node must be a non-empty string"};
+        a.node = std::string(node);
+        has_node = true;
+      } else if (key == "containers") {
+        has_containers = true;
+        return json::append_objects(v, "containers", "containers must be an array", a.containers, parse_container);
+      }
+      return Status::Ok();
+    });
+  });
+  if (!s.ok()) return Error{s.message()};
   if (!has_node) return Error{"node is required"};
   if (!has_containers) return Error{"containers is required"};
   return a;

@@ -13,11 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "k8s/contract/contract.h"
-#include "k8s/contract/foreign.h"
-#include "k8s/objects.h"
-#include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "k8s/contract/profile_contract.h"
 
 namespace fracpack::k8s {
 
@@ -53,14 +49,15 @@ struct ContractNames {
   bool operator==(const ContractNames&) const = default;
 };
 
-class FracpackContract : public Contract {
+// The fracpack contract has nothing to set beyond its names.
+struct FracpackOptions {
+  bool operator==(const FracpackOptions&) const = default;
+};
+
+class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> {
  public:
   explicit FracpackContract(ContractNames names = {}, ForeignProfiles foreign = {});
 
-  std::string_view name() const override { return "fracpack"; }
-  const Selection& selection() const override { return selection_; }
-  std::vector<std::string> pod_resources() const override { return names_.gpu_resources(); }
-  bool requests_gpu(const Pod& pod) const override;
   // CPU and memory follow Kubernetes' effective request; GPU shares follow
   // the contract (README).
   Result<scheduling::PodRequest> pod_request(const Pod& pod) const override;
@@ -72,13 +69,6 @@ class FracpackContract : public Contract {
   // The allocation record when it parses and names the pod's node; else
   // the flat index list (a partial record); else none.
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
-
-  const ContractNames& names() const { return names_; }
-
- private:
-  ContractNames names_;
-  ForeignProfiles foreign_;
-  Selection selection_;
 };
 
 // The records' codec (the device plugin side reads the same).

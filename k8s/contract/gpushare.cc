@@ -3,19 +3,10 @@
 #include <charconv>
 #include <set>
 
-#include "k8s/contract/card_list.h"
-#include "k8s/contract/kubernetes_rules.h"
+#include "k8s/contract/codec.h"
 #include "scheduling/quantity.h"
 
 namespace fracpack::k8s {
-
-using scheduling::Allocation;
-using scheduling::Card;
-using scheduling::CardShare;
-using scheduling::ContainerAllocation;
-using scheduling::ContainerRequest;
-using scheduling::NodeSpec;
-using scheduling::PodRequest;
 
 namespace {
 
@@ -36,17 +27,17 @@ Result<int64_t> node_resource(const Node& node, const std::string& name) {
 
 }  // namespace
 
-GpushareContract::GpushareContract(GpushareNames names, GpushareOptions options, ForeignProfiles foreign)
-    : names_(std::move(names)), options_(options), foreign_(std::move(foreign)) {
-  if (options_.unit_mib != 1) options_.unit_mib = 1024;
-  std::set<std::string> prefixes = {names_.index, names_.device_memory, names_.pod_memory, names_.assigned, names_.assume_time};
-  prefixes.insert(name_domain(names_.cordon));
-  selection_.annotation_prefixes.assign(prefixes.begin(), prefixes.end());
-  selection_.resources = {"cpu", "memory", names_.gpu_memory, names_.gpu_count};
-  foreign_.extend(selection_);
+Selection GpushareNames::selection() const {
+  // The node's card count is a resource too, read from status.capacity.
+  Selection s = selection_of({&index, &device_memory, &pod_memory, &assigned, &assume_time, &cordon}, {gpu_memory, gpu_count});
+  s.capacity = true;
+  return s;
 }
 
-bool GpushareContract::requests_gpu(const Pod& pod) const { return names_any_resource(pod, {names_.gpu_memory}); }
+GpushareContract::GpushareContract(GpushareNames names, GpushareOptions options, ForeignProfiles foreign)
+    : ProfileContract("gpushare", std::move(names), options, std::move(foreign)) {
+  if (options_.unit_mib != 1) options_.unit_mib = 1024;
+}
 
 Result<PodRequest> GpushareContract::pod_request(const Pod& pod) const {
   const std::string& res = names_.gpu_memory;
@@ -86,13 +77,9 @@ Result<PodRequest> GpushareContract::pod_request(const Pod& pod) const {
 
 Result<NodeSpec> GpushareContract::node_spec(const Node& node) const {
   const std::string who = "node " + node.meta.name;
-  NodeSpec spec;
-  spec.name = node.meta.name;
-  if (Status s = node_allocatable(node, spec); !s.ok()) return Error{s.message()};
-  if (std::string owner = foreign_.node_owner(node); !owner.empty()) {
-    spec.excluded = std::move(owner);
-    return spec;
-  }
+  auto basics = foreign_.node_basics(node);
+  if (!basics || !basics->excluded.empty()) return basics;
+  NodeSpec spec = std::move(*basics);
   auto total = node_resource(node, names_.gpu_memory);
   if (!total) return Error{who + ": " + total.message()};
   if (*total == 0) return spec;  // not a gpushare node

@@ -23,9 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/contract/contract.h"
-#include "k8s/contract/foreign.h"
-#include "scheduling/result.h"
+#include "k8s/contract/profile_contract.h"
 
 namespace fracpack::k8s {
 
@@ -38,6 +36,9 @@ struct GpushareNames {
   std::string assigned = "ALIYUN_COM_GPU_MEM_ASSIGNED";
   std::string assume_time = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
   std::string cordon = "fracpack.io/gpu-cordon";  // fracpack's operator cordon, on gpushare nodes too
+
+  std::vector<std::string> gpu_resources() const { return {gpu_memory}; }
+  Selection selection() const;
   bool operator==(const GpushareNames&) const = default;
 };
 
@@ -46,29 +47,18 @@ struct GpushareOptions {
   bool operator==(const GpushareOptions&) const = default;
 };
 
-class GpushareContract : public Contract {
+class GpushareContract : public ProfileContract<GpushareNames, GpushareOptions> {
  public:
   explicit GpushareContract(GpushareNames names = {}, GpushareOptions options = {}, ForeignProfiles foreign = {});
 
-  std::string_view name() const override { return "gpushare"; }
-  const Selection& selection() const override { return selection_; }
-  std::vector<std::string> pod_resources() const override { return {names_.gpu_memory}; }
-  bool requests_gpu(const Pod& pod) const override;
   Result<scheduling::PodRequest> pod_request(const Pod& pod) const override;
   Result<scheduling::NodeSpec> node_spec(const Node& node) const override;
   StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
                                    std::chrono::system_clock::time_point now) const override;
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
 
-  const GpushareNames& names() const { return names_; }
-
  private:
   std::string unit_name() const { return options_.unit_mib == 1 ? "MiB" : "GiB"; }
-
-  GpushareNames names_;
-  GpushareOptions options_;
-  ForeignProfiles foreign_;
-  Selection selection_;
 };
 
 }  // namespace fracpack::k8s

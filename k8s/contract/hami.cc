@@ -5,22 +5,13 @@
 #include <optional>
 #include <set>
 
-#include "k8s/contract/card_list.h"
-#include "k8s/contract/kubernetes_rules.h"
+#include "k8s/contract/codec.h"
 #include "k8s/json.h"
 #include "k8s/node_lock.h"
 #include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 
 namespace fracpack::k8s {
-
-using scheduling::Allocation;
-using scheduling::Card;
-using scheduling::CardShare;
-using scheduling::ContainerAllocation;
-using scheduling::ContainerRequest;
-using scheduling::NodeSpec;
-using scheduling::PodRequest;
 
 namespace {
 
@@ -41,51 +32,37 @@ Result<ContainerRequest> container_request(const Container& c, const HamiNames& 
   ContainerRequest r;
   r.name = c.name;
   r.percent_rounds_down = true;
-  bool has_count = false, has_mem = false, has_pct = false, has_cores = false;
-  auto count = extended_resource(c, n.gpu, has_count);
-  if (!count) return count.error();
-  auto mem = extended_resource(c, n.gpu_memory, has_mem);
-  if (!mem) return mem.error();
-  auto pct = extended_resource(c, n.gpu_memory_percent, has_pct);
-  if (!pct) return pct.error();
-  auto cores = extended_resource(c, n.gpu_cores, has_cores);
-  if (!cores) return cores.error();
-  const bool shares = has_mem || has_pct || has_cores;
-  if (!has_count && !shares) return r;
-  if (has_count && *count == 0) {
-    if (shares) return Error{"resources.limits[" + n.gpu + "] is 0 but a GPU share is named"};
-    return r;
-  }
+  auto asked = share_resources(c, n.gpu, n.gpu_memory, n.gpu_memory_percent, n.gpu_cores);
+  if (!asked) return asked.error();
+  const ShareResources& a = *asked;
+  if (!a.asks()) return r;
   // kubelet calls the device plugin only for containers with nvidia.com/gpu;
   // a share-only container's record entry would be served to the next one.
   // HAMi's webhook adds nvidia.com/gpu: 1 (defaultGPUNum) to such containers.
-  if (!has_count) {
+  if (!a.has_count) {
     return Error{"names a GPU share but not resources.limits[" + n.gpu + "]; HAMi's device plugin serves only containers that ask for " +
                  n.gpu + " (HAMi's webhook adds it: keep the webhook or add " + n.gpu + ": 1)"};
   }
-  const int64_t cards = *count;
-  if (cards > static_cast<int64_t>(scheduling::Picks::kMax)) {
-    return Error{"resources.limits[" + n.gpu + "]: " + std::to_string(cards) + " cards is more than the maximum of 64"};
-  }
-  if (has_mem && *mem > (int64_t{1} << 40) / o.memory_factor) {
-    return Error{"resources.limits[" + n.gpu_memory + "]: " + std::to_string(*mem) + " is out of range (units of " +
+  const int64_t cards = a.count;
+  if (a.has_memory && a.memory > (int64_t{1} << 40) / o.memory_factor) {
+    return Error{"resources.limits[" + n.gpu_memory + "]: " + std::to_string(a.memory) + " is out of range (units of " +
                  std::to_string(o.memory_factor) + " MiB)"};
   }
-  if (has_pct && *pct > 100) {
-    return Error{"resources.limits[" + n.gpu_memory_percent + "]: must be 0..100 (percent of the card), got " + std::to_string(*pct)};
+  if (a.has_percent && a.percent > 100) {
+    return Error{"resources.limits[" + n.gpu_memory_percent + "]: must be 0..100 (percent of the card), got " + std::to_string(a.percent)};
   }
   r.cards = static_cast<int>(cards);
   // Memory: MiB wins; else the percentage; else defaultMemory; else the card.
-  if (has_mem && *mem > 0) {
-    r.memory_mib = *mem * o.memory_factor;
-  } else if (has_pct) {
-    r.memory_percent = static_cast<int>(*pct);
+  if (a.has_memory && a.memory > 0) {
+    r.memory_mib = a.memory * o.memory_factor;
+  } else if (a.has_percent) {
+    r.memory_percent = static_cast<int>(a.percent);
   } else if (o.default_memory > 0) {
     r.memory_mib = o.default_memory;
   } else {
     r.memory_percent = 100;
   }
-  const int64_t percent = std::min<int64_t>(has_cores ? *cores : o.default_cores, 100);  // HAMi clips above 100
+  const int64_t percent = std::min<int64_t>(a.has_cores ? a.cores : o.default_cores, 100);  // HAMi clips above 100
   r.cores = static_cast<int>(percent) * 10;
   r.alone = percent == 100;  // HAMi: 100 % of the cores takes the card only when nothing else is on it
   return r;
@@ -93,21 +70,16 @@ Result<ContainerRequest> container_request(const Container& c, const HamiNames& 
 
 }  // namespace
 
-HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles foreign)
-    : names_(std::move(names)), options_(options), foreign_(std::move(foreign)) {
-  if (options_.memory_factor < 1) options_.memory_factor = 1;
-  std::set<std::string> prefixes;
-  for (const std::string* a : {&names_.use_type, &names_.nouse_type, &names_.use_uuid, &names_.nouse_uuid, &names_.numa_bind,
-                               &names_.vgpu_mode, &names_.register_devices, &names_.cordon, &names_.to_allocate,
-                               &names_.allocated, &names_.vgpu_node, &names_.vgpu_time, &names_.bind_phase, &names_.bind_time, &names_.node_lock}) {
-    prefixes.insert(name_domain(*a));
-  }
-  selection_.annotation_prefixes.assign(prefixes.begin(), prefixes.end());
-  selection_.resources = {"cpu", "memory", names_.gpu, names_.gpu_memory, names_.gpu_memory_percent, names_.gpu_cores};
-  foreign_.extend(selection_);
+Selection HamiNames::selection() const {
+  return selection_of({&use_type, &nouse_type, &use_uuid, &nouse_uuid, &numa_bind, &vgpu_mode, &register_devices, &cordon,
+                       &to_allocate, &allocated, &vgpu_node, &vgpu_time, &bind_phase, &bind_time, &node_lock},
+                      gpu_resources());
 }
 
-bool HamiContract::requests_gpu(const Pod& pod) const { return names_any_resource(pod, names_.gpu_resources()); }
+HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles foreign)
+    : ProfileContract("hami", std::move(names), options, std::move(foreign)) {
+  if (options_.memory_factor < 1) options_.memory_factor = 1;
+}
 
 Result<PodRequest> HamiContract::pod_request(const Pod& pod) const {
   const HamiNames& n = names_;
@@ -166,66 +138,29 @@ namespace {
 
 Result<std::vector<Card>> parse_register_json(std::string_view text, std::vector<std::string>& modes, std::vector<bool>& has_index) {
   std::vector<Card> cards;
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(text);
-  simdjson::ondemand::document doc;
-  if (auto e = parser.iterate(padded).get(doc)) return json::syntax_error(e, "");
-  simdjson::ondemand::array arr;
-  if (auto e = doc.get_array().get(arr)) {
-    if (e == simdjson::INCORRECT_TYPE) return Error{"expected a JSON array of devices"};
-    return json::syntax_error(e, "");
-  }
-  size_t i = 0;
-  for (auto er : arr) {
-    const std::string where = "device [" + std::to_string(i++) + "]";
-    simdjson::ondemand::object obj;
-    if (er.get_object().get(obj)) return Error{where + ": expected an object"};
+  Status parsed = json::for_each_object_in(text, "device ", "expected a JSON array of devices", [&](json::od::object obj, const std::string& where) -> Status {
     Card c;
     c.healthy = false;  // omitempty: an absent health is false
     int64_t count = 0, devcore = 0;
     bool index_given = false;
     std::string mode;
-    Status read = json::for_each_field(obj, where, [&](std::string_view key, simdjson::ondemand::value v) -> Status {
-      auto integer = [&](int64_t lo, int64_t hi, int64_t& out) -> Status {
-        if (v.get_int64().get(out) || out < lo || out > hi) {
-          return Error{where + ": " + std::string(key) + " must be an integer " + std::to_string(lo) + ".." + std::to_string(hi)};
-        }
-        return Status::Ok();
-      };
-      auto string = [&](std::string& out) -> Status {
-        std::string_view s;
-        if (v.get_string().get(s)) return Error{where + ": " + std::string(key) + " must be a string"};
-        out = std::string(s);
-        return Status::Ok();
-      };
-      Status s = Status::Ok();
-      int64_t x = 0;
-      if (key == "id") {
-        s = string(c.uuid);
-      } else if (key == "index") {
-        s = integer(0, 1023, x);
-        c.index = static_cast<int>(x);
+    Status read = json::for_each_field(obj, where, [&](std::string_view key, json::od::value v) -> Status {
+      json::FieldValue f(v, where, key);
+      if (key == "id") return f.string(c.uuid);
+      if (key == "index") {
         index_given = true;
-      } else if (key == "count") {
-        s = integer(0, 1 << 20, count);
-      } else if (key == "devmem") {
-        s = integer(0, int64_t{1} << 30, x);
-        c.memory_mib = x;
-      } else if (key == "devcore") {
-        s = integer(0, 1 << 20, devcore);
-      } else if (key == "type") {
-        s = string(c.model);
-      } else if (key == "numa") {
-        s = integer(0, 255, x);
-        c.numa = static_cast<int>(x);
-      } else if (key == "mode") {
-        s = string(mode);
-      } else if (key == "health") {
-        if (v.get_bool().get(c.healthy)) s = Error{where + ": health must be true or false"};
+        return f.integer(0, 1023, c.index);
       }
-      return s;
+      if (key == "count") return f.integer(0, 1 << 20, count);
+      if (key == "devmem") return f.integer(0, int64_t{1} << 30, c.memory_mib);
+      if (key == "devcore") return f.integer(0, 1 << 20, devcore);
+      if (key == "type") return f.string(c.model);
+      if (key == "numa") return f.integer(0, 255, c.numa);
+      if (key == "mode") return f.string(mode);
+      if (key == "health") return f.boolean(c.healthy);
+      return Status::Ok();
     });
-    if (!read.ok()) return Error{read.message()};
+    if (!read.ok()) return read;
     if (c.uuid.empty()) return Error{where + ": id (the card's UUID) is required"};
     if (count < 1) return Error{where + " (" + c.uuid + "): count (the split count) must be at least 1"};
     if (c.memory_mib < 1) return Error{where + " (" + c.uuid + "): devmem (MiB) must be at least 1"};
@@ -234,8 +169,9 @@ Result<std::vector<Card>> parse_register_json(std::string_view text, std::vector
     cards.push_back(std::move(c));
     modes.push_back(mode);
     has_index.push_back(index_given);
-  }
-  if (!doc.current_location().error()) return Error{"trailing content after the array"};
+    return Status::Ok();
+  });
+  if (!parsed.ok()) return Error{parsed.message()};
   return cards;
 }
 
@@ -305,13 +241,9 @@ Result<std::vector<Card>> parse_hami_register(std::string_view text) {
 Result<NodeSpec> HamiContract::node_spec(const Node& node) const {
   const HamiNames& n = names_;
   const std::string who = "node " + node.meta.name;
-  NodeSpec spec;
-  spec.name = node.meta.name;
-  if (Status s = node_allocatable(node, spec); !s.ok()) return Error{s.message()};
-  if (std::string owner = foreign_.node_owner(node); !owner.empty()) {
-    spec.excluded = std::move(owner);
-    return spec;
-  }
+  auto basics = foreign_.node_basics(node);
+  if (!basics || !basics->excluded.empty()) return basics;
+  NodeSpec spec = std::move(*basics);
   const std::string* reg = node.meta.annotation(n.register_devices);
   if (reg == nullptr) return spec;  // not a HAMi node
   auto cards = parse_hami_register(*reg);

@@ -30,9 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/contract/contract.h"
-#include "k8s/contract/foreign.h"
-#include "scheduling/result.h"
+#include "k8s/contract/profile_contract.h"
 
 namespace fracpack::k8s {
 
@@ -63,6 +61,7 @@ struct HamiNames {
   std::string node_lock = "hami.io/mutex.lock";
 
   std::vector<std::string> gpu_resources() const { return {gpu, gpu_memory, gpu_memory_percent, gpu_cores}; }
+  Selection selection() const;
   bool operator==(const HamiNames&) const = default;
 };
 
@@ -75,14 +74,10 @@ struct HamiOptions {
   bool operator==(const HamiOptions&) const = default;
 };
 
-class HamiContract : public Contract {
+class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
  public:
   explicit HamiContract(HamiNames names = {}, HamiOptions options = {}, ForeignProfiles foreign = {});
 
-  std::string_view name() const override { return "hami"; }
-  const Selection& selection() const override { return selection_; }
-  std::vector<std::string> pod_resources() const override { return names_.gpu_resources(); }
-  bool requests_gpu(const Pod& pod) const override;
   Result<scheduling::PodRequest> pod_request(const Pod& pod) const override;
   Result<scheduling::NodeSpec> node_spec(const Node& node) const override;
   StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
@@ -90,14 +85,6 @@ class HamiContract : public Contract {
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
   // The pod hami.io/mutex.lock names, unless it is older than nodeLockExpire.
   std::string node_held_by(const Node& node, std::chrono::system_clock::time_point now) const override;
-
-  const HamiNames& names() const { return names_; }
-
- private:
-  HamiNames names_;
-  HamiOptions options_;
-  ForeignProfiles foreign_;
-  Selection selection_;
 };
 
 // hami.io/node-nvidia-register, either form. Cards keep the register's

@@ -1,5 +1,10 @@
 #include "k8s/contract/kubernetes_rules.h"
 
+#include "scheduling/fit.h"
+
+#include <set>
+#include <tuple>
+
 #include <algorithm>
 
 #include "scheduling/quantity.h"
@@ -46,14 +51,13 @@ Result<int64_t> extended_resource(const Container& c, const std::string& name, b
 }
 
 bool names_any_resource(const Pod& pod, const std::vector<std::string>& resources) {
-  auto names_one = [&](const Container& c) {
-    for (const auto& r : resources) {
-      if (find(c.limits, r) != nullptr || find(c.requests, r) != nullptr) return true;
-    }
-    return false;
-  };
-  return std::any_of(pod.containers.begin(), pod.containers.end(), names_one) ||
-         std::any_of(pod.init_containers.begin(), pod.init_containers.end(), names_one);
+  return std::any_of(resources.begin(), resources.end(), [&](const std::string& r) { return names_resource(pod, r); });
+}
+
+bool names_resource(const Pod& pod, const std::string& resource) {
+  auto names_it = [&](const Container& c) { return find(c.limits, resource) != nullptr || find(c.requests, resource) != nullptr; };
+  return std::any_of(pod.containers.begin(), pod.containers.end(), names_it) ||
+         std::any_of(pod.init_containers.begin(), pod.init_containers.end(), names_it);
 }
 
 namespace {
@@ -126,6 +130,22 @@ Status node_allocatable(const Node& node, scheduling::NodeSpec& spec) {
   return Status::Ok();
 }
 
+Result<ShareResources> share_resources(const Container& c, const std::string& count, const std::string& memory,
+                                       const std::string& percent, const std::string& cores) {
+  ShareResources r;
+  for (auto [name, value, named] : {std::tuple{&count, &r.count, &r.has_count}, std::tuple{&memory, &r.memory, &r.has_memory},
+                                    std::tuple{&percent, &r.percent, &r.has_percent}, std::tuple{&cores, &r.cores, &r.has_cores}}) {
+    auto v = extended_resource(c, *name, *named);
+    if (!v) return v.error();
+    *value = *v;
+  }
+  if (r.has_count && r.count == 0 && r.names_share()) return Error{"resources.limits[" + count + "] is 0 but a GPU share is named"};
+  if (r.count > static_cast<int64_t>(scheduling::Picks::kMax)) {
+    return Error{"resources.limits[" + count + "]: " + std::to_string(r.count) + " cards is more than the maximum of 64"};
+  }
+  return r;
+}
+
 std::vector<std::string_view> split_fields(std::string_view text, char sep) {
   std::vector<std::string_view> out;
   size_t start = 0;
@@ -142,6 +162,16 @@ std::string in_quotes(std::string_view text) { return "\"" + std::string(text) +
 std::string name_domain(const std::string& name) {
   const size_t slash = name.find('/');
   return slash == std::string::npos ? name : name.substr(0, slash + 1);
+}
+
+Selection selection_of(std::initializer_list<const std::string*> annotations, std::vector<std::string> resources) {
+  std::set<std::string> prefixes;
+  for (const std::string* a : annotations) prefixes.insert(name_domain(*a));
+  Selection s;
+  s.annotation_prefixes.assign(prefixes.begin(), prefixes.end());
+  s.resources = {"cpu", "memory"};
+  s.resources.insert(s.resources.end(), resources.begin(), resources.end());
+  return s;
 }
 
 }  // namespace fracpack::k8s

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <charconv>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +23,26 @@ namespace fracpack::k8s {
 // has a request, an equal one (kubernetes-protocol.md §8.2).
 Result<int64_t> extended_resource(const Container& c, const std::string& name, bool& named);
 
+// The four share resources of a container as the fracpack and HAMi
+// contracts name them (a card count, memory, memory percent, compute),
+// each with whether the container names it.
+struct ShareResources {
+  int64_t count = 0, memory = 0, percent = 0, cores = 0;
+  bool has_count = false, has_memory = false, has_percent = false, has_cores = false;
+  // Names a share (memory, percent or compute), not only a count.
+  bool names_share() const { return has_memory || has_percent || has_cores; }
+  // Asks for a GPU at all: "0 GPUs" and naming nothing ask for none.
+  bool asks() const { return has_count ? count > 0 : names_share(); }
+};
+// Refuses a count of 0 beside a share, and more than 64 cards (the most a
+// pod's record holds).
+Result<ShareResources> share_resources(const Container& c, const std::string& count, const std::string& memory,
+                                       const std::string& percent, const std::string& cores);
+
 // Does any container (app or init) name one of `resources` in its requests
 // or limits? (kube-scheduler's IsInterested.)
 bool names_any_resource(const Pod& pod, const std::vector<std::string>& resources);
+bool names_resource(const Pod& pod, const std::string& resource);
 
 // Kubernetes' effective pod request for "cpu" (millicores) or "memory"
 // (bytes): max(app containers + sidecars, each init container) + overhead
@@ -55,5 +73,8 @@ std::string in_quotes(std::string_view text);
 // The "<domain>/" of a qualified name ("hami.io/vgpu-node" -> "hami.io/"),
 // or the whole name: the prefix a Selection keeps for it.
 std::string name_domain(const std::string& name);
+// What the object decoders keep for a profile: the domains of its
+// annotation names (name_domain), CPU, memory and its pod resources.
+Selection selection_of(std::initializer_list<const std::string*> annotations, std::vector<std::string> resources);
 
 }  // namespace fracpack::k8s

@@ -1,5 +1,7 @@
 #include "test/support/peer_agents.h"
 
+#include "k8s/contract/kubernetes_rules.h"
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -35,15 +37,10 @@ std::optional<int64_t> go_atoi(const std::string& s) {
   return v;
 }
 
+// Go's strings.Split.
 std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t at = s.find(sep, start);
-    out.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    if (at == std::string::npos) return out;
-    start = at + 1;
-  }
+  const auto fields = k8s::split_fields(s, sep);
+  return {fields.begin(), fields.end()};
 }
 
 void set_annotations(FakeApiServer& api, const json& pod, const std::map<std::string, std::string>& values) {

@@ -3,30 +3,18 @@
 #include <gtest/gtest.h>
 
 #include "k8s/contract/profiles.h"
+#include "test/support/contract_pods.h"
 
 namespace fracpack::k8s {
 namespace {
 
-ContractConfig profile(const std::string& name) {
-  ContractConfig c;
-  c.profile = name;
-  return c;
-}
-
 const GpushareContract kContract;
 
-Pod pod_from(const std::string& json, const Contract& contract = kContract) {
-  auto p = parse_pod(json, contract.selection());
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.message());
-  return p.ok() ? *p : Pod{};
-}
-std::string ctr(const std::string& name, const std::string& limits) {
-  return R"({"name":")" + name + R"(","resources":{"limits":{)" + limits + "}}}";
-}
+using testing::container_json;
+Pod pod_from(const std::string& json, const Contract& contract = kContract) { return testing::pod_from(json, contract); }
+// Pods bound to n1 (the record is read back only for a bound pod).
 std::string pod_json(const std::string& containers, const std::string& annotations = "", const std::string& init = "") {
-  return R"({"metadata":{"name":"p","namespace":"ml","uid":"u1")" +
-         (annotations.empty() ? std::string() : R"(,"annotations":{)" + annotations + "}") + R"(},"spec":{"nodeName":"n1",)" +
-         (init.empty() ? std::string() : R"("initContainers":[)" + init + "],") + R"("containers":[)" + containers + "]}}";
+  return testing::pod_json(containers, annotations, R"("nodeName":"n1",)" + (init.empty() ? std::string() : R"("initContainers":[)" + init + "],"));
 }
 Node node_from(const std::string& capacity, const std::string& annotations = "") {
   auto n = parse_node(R"({"metadata":{"name":"n1")" + (annotations.empty() ? std::string() : R"(,"annotations":{)" + annotations + "}") +
@@ -37,7 +25,7 @@ Node node_from(const std::string& capacity, const std::string& annotations = "")
 }
 
 TEST(GpushareContract, APodAsksForGibOnOneCard) {
-  auto r = kContract.pod_request(pod_from(pod_json(ctr("proxy", R"("cpu":"1")") + "," + ctr("main", R"("aliyun.com/gpu-mem":"4")"))));
+  auto r = kContract.pod_request(pod_from(pod_json(container_json("proxy", R"("cpu":"1")") + "," + container_json("main", R"("aliyun.com/gpu-mem":"4")"))));
   ASSERT_TRUE(r.ok()) << r.message();
   ASSERT_EQ(r->containers.size(), 1u);
   EXPECT_EQ(r->containers[0].name, "main");
@@ -45,22 +33,22 @@ TEST(GpushareContract, APodAsksForGibOnOneCard) {
   EXPECT_EQ(r->containers[0].memory_mib, 4096);
   EXPECT_EQ(r->containers[0].cores, 0);
   const GpushareContract mib({}, GpushareOptions{1});
-  r = mib.pod_request(pod_from(pod_json(ctr("main", R"("aliyun.com/gpu-mem":"3000")"))));
+  r = mib.pod_request(pod_from(pod_json(container_json("main", R"("aliyun.com/gpu-mem":"3000")"))));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->containers[0].memory_mib, 3000);
 }
 
 TEST(GpushareContract, PodsItsDevicePluginWouldMisassignAreRefused) {
-  auto r = kContract.pod_request(pod_from(pod_json(ctr("a", R"("aliyun.com/gpu-mem":"1")") + "," + ctr("b", R"("aliyun.com/gpu-mem":"2")"))));
+  auto r = kContract.pod_request(pod_from(pod_json(container_json("a", R"("aliyun.com/gpu-mem":"1")") + "," + container_json("b", R"("aliyun.com/gpu-mem":"2")"))));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("pod ml/p: containers a and b both ask for aliyun.com/gpu-mem"), std::string::npos) << r.message();
-  r = kContract.pod_request(pod_from(pod_json(ctr("main", R"("cpu":"1")"), "", ctr("warm", R"("aliyun.com/gpu-mem":"1")"))));
+  r = kContract.pod_request(pod_from(pod_json(container_json("main", R"("cpu":"1")"), "", container_json("warm", R"("aliyun.com/gpu-mem":"1")"))));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("init container warm"), std::string::npos) << r.message();
-  r = kContract.pod_request(pod_from(pod_json(ctr("main", R"("aliyun.com/gpu-mem":"-2")"))));
+  r = kContract.pod_request(pod_from(pod_json(container_json("main", R"("aliyun.com/gpu-mem":"-2")"))));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("pod ml/p: container main"), std::string::npos) << r.message();
-  r = kContract.pod_request(pod_from(pod_json(ctr("main", R"("aliyun.com/gpu-mem":"99999999999999")"))));
+  r = kContract.pod_request(pod_from(pod_json(container_json("main", R"("aliyun.com/gpu-mem":"99999999999999")"))));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("out of range (GiB)"), std::string::npos) << r.message();
 }
@@ -88,7 +76,7 @@ TEST(GpushareContract, NodesFromCapacity) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("less than 1 GiB a card"), std::string::npos) << bad.message();
   // Another profile's node agent registered it.
-  const auto gpushare = make_contract(profile("gpushare"));
+  const auto gpushare = make_contract(testing::profile_config("gpushare"));
   ASSERT_TRUE(gpushare.ok());
   spec = (*gpushare)->node_spec(node_from(R"("aliyun.com/gpu-mem":"32","aliyun.com/gpu-count":"2")", R"("fracpack.io/gpu-devices":"[]")"));
   ASSERT_TRUE(spec.ok());
@@ -99,7 +87,7 @@ TEST(GpushareContract, NodesFromCapacity) {
 TEST(GpushareContract, TheRecordAndItsReadBack) {
   scheduling::NodeSpec node{"n1", 8000, 0, {}, {}};
   node.cards = {scheduling::Card{0, "", "", 15 * 1024}, scheduling::Card{1, "", "", 15 * 1024}};
-  const Pod pod = pod_from(pod_json(ctr("main", R"("aliyun.com/gpu-mem":"4")")));
+  const Pod pod = pod_from(pod_json(container_json("main", R"("aliyun.com/gpu-mem":"4")")));
   scheduling::Allocation a{"n1", {{"main", false, {{1, "", 4096, 0}}}}};
   const auto t = std::chrono::system_clock::time_point(std::chrono::nanoseconds(1767225600123456789));
   StringMap m = kContract.allocation_annotations(pod, a, node, t);
@@ -110,7 +98,7 @@ TEST(GpushareContract, TheRecordAndItsReadBack) {
                           {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", "1767225600123456789"}}));
 
   auto read = [&](const std::string& ann, const scheduling::NodeSpec* n) {
-    return kContract.recorded_allocation(pod_from(pod_json(ctr("main", R"("aliyun.com/gpu-mem":"4")"), ann)), n);
+    return kContract.recorded_allocation(pod_from(pod_json(container_json("main", R"("aliyun.com/gpu-mem":"4")"), ann)), n);
   };
   auto r = read(R"("ALIYUN_COM_GPU_MEM_IDX":"1","ALIYUN_COM_GPU_MEM_POD":"4","ALIYUN_COM_GPU_MEM_ASSIGNED":"true")", &node);
   ASSERT_EQ(r.kind, RecordedAllocation::Kind::kAllocation) << r.problem;

@@ -3,36 +3,21 @@
 #include <gtest/gtest.h>
 
 #include "k8s/contract/profiles.h"
+#include "test/support/contract_pods.h"
 
 namespace fracpack::k8s {
 namespace {
 
-ContractConfig profile(const std::string& name) {
-  ContractConfig c;
-  c.profile = name;
-  return c;
-}
-
 const HamiContract kContract;
 
-Pod pod_from(const std::string& json, const Contract& contract = kContract) {
-  auto p = parse_pod(json, contract.selection());
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.message());
-  return p.ok() ? *p : Pod{};
-}
+using testing::container_json;
+Pod pod_from(const std::string& json, const Contract& contract = kContract) { return testing::pod_from(json, contract); }
 
-std::string pod_json(const std::string& containers, const std::string& annotations = "", const std::string& node = "") {
-  return R"({"metadata":{"name":"p","namespace":"ml","uid":"u1")" +
-         (annotations.empty() ? std::string() : R"(,"annotations":{)" + annotations + "}") + R"(},"spec":{)" +
-         (node.empty() ? std::string() : R"("nodeName":")" + node + R"(",)") + R"("containers":[)" + containers + "]}}";
-}
-std::string ctr(const std::string& name, const std::string& limits) {
-  return R"({"name":")" + name + R"(","resources":{"limits":{)" + limits + "}}}";
-}
+using testing::pod_json;
 
 Result<scheduling::PodRequest> request(const std::string& limits, const std::string& annotations = "",
                                        const HamiContract& contract = kContract) {
-  return contract.pod_request(pod_from(pod_json(ctr("main", limits), annotations), contract));
+  return contract.pod_request(pod_from(pod_json(container_json("main", limits), annotations), contract));
 }
 
 Node node_from(const std::string& annotations, const std::string& allocatable = R"("cpu":"8","memory":"32Gi")") {
@@ -122,12 +107,12 @@ TEST(HamiContract, BadRequestsNameThePodAndTheField) {
   expect_error(request(R"("nvidia.com/gpu":"1")", R"("nvidia.com/use-gputype":" , ")"), "names nothing");
   // An init container asking for HAMi resources: its plugin cannot serve it.
   auto init = kContract.pod_request(pod_from(R"({"metadata":{"name":"p","namespace":"ml","uid":"u1"},"spec":{"initContainers":[)" +
-                                             ctr("warm", R"("nvidia.com/gpu":"1")") + R"(],"containers":[{"name":"main"}]}})"));
+                                             container_json("warm", R"("nvidia.com/gpu":"1")") + R"(],"containers":[{"name":"main"}]}})"));
   expect_error(init, "init container warm");
   // Two profiles' resources in one pod.
-  const auto hami = make_contract(profile("hami"));
+  const auto hami = make_contract(testing::profile_config("hami"));
   ASSERT_TRUE(hami.ok());
-  auto mixed = (*hami)->pod_request(pod_from(pod_json(ctr("main", R"("nvidia.com/gpu":"1","aliyun.com/gpu-mem":"2")")), **hami));
+  auto mixed = (*hami)->pod_request(pod_from(pod_json(container_json("main", R"("nvidia.com/gpu":"1","aliyun.com/gpu-mem":"2")")), **hami));
   expect_error(mixed, "aliyun.com/gpu-mem (the gpushare profile)");
 }
 
@@ -190,8 +175,8 @@ TEST(HamiContract, BadRegistersNameTheNodeAndTheDevice) {
 
 TEST(HamiContract, TheRecordHasOneEntryPerContainer) {
   scheduling::Allocation a{"n1", {{"worker", false, {{0, "GPU-a", 4096, 300}, {1, "GPU-b", 4096, 300}}}}};
-  const Pod pod = pod_from(pod_json(ctr("sidecar", R"("cpu":"1")") + "," + ctr("worker", R"("nvidia.com/gpu":"2")") + "," +
-                                    ctr("log", R"("cpu":"1")")));
+  const Pod pod = pod_from(pod_json(container_json("sidecar", R"("cpu":"1")") + "," + container_json("worker", R"("nvidia.com/gpu":"2")") + "," +
+                                    container_json("log", R"("cpu":"1")")));
   const auto t = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
   StringMap m = kContract.allocation_annotations(pod, a, scheduling::NodeSpec{}, t);
   EXPECT_EQ(*find(m, "hami.io/vgpu-devices-to-allocate"), ";GPU-a,NVIDIA,4096,30:GPU-b,NVIDIA,4096,30:;;");
@@ -205,10 +190,10 @@ TEST(HamiContract, TheRecordHasOneEntryPerContainer) {
 TEST(HamiContract, RecordsAreReadBackByUuid) {
   scheduling::NodeSpec node{"n1", 8000, 0, {}, {}};
   node.cards = {scheduling::Card{0, "GPU-a", "T4", 16000}, scheduling::Card{5, "GPU-b", "T4", 16000}};
-  const std::string containers = ctr("sidecar", R"("cpu":"1")") + "," + ctr("worker", R"("nvidia.com/gpu":"2")");
+  const std::string containers = container_json("sidecar", R"("cpu":"1")") + "," + container_json("worker", R"("nvidia.com/gpu":"2")");
   auto read = [&](const std::string& record, const std::string& vgpu_node = "n1", const scheduling::NodeSpec* n = nullptr) {
     const std::string ann = R"("hami.io/vgpu-devices-allocated":")" + record + R"(","hami.io/vgpu-node":")" + vgpu_node + "\"";
-    return kContract.recorded_allocation(pod_from(pod_json(containers, ann, "n1")), n);
+    return kContract.recorded_allocation(pod_from(pod_json(containers, ann, R"("nodeName":"n1",)")), n);
   };
   auto r = read(";GPU-a,NVIDIA,4096,30:GPU-b[0-3],NVIDIA,4096,30:;", "n1", &node);
   ASSERT_EQ(r.kind, RecordedAllocation::Kind::kAllocation) << r.problem;
