@@ -51,6 +51,21 @@ ClusterInformers::ClusterInformers(const ClientConfig& client, ClusterState& sta
   }
   pods_ = std::make_unique<Informer>(client, pods, *pod_sink, options.pod_seed);
   nodes_ = std::make_unique<Informer>(client, nodes, *node_sink_, options.node_seed);
+  if (const std::string ns = state.contract().node_config_map_namespace(); !ns.empty()) {
+    config_map_sink_ = std::make_unique<StoreSink>(
+        state, StoreCalls{&ClusterState::begin_config_map_list, &ClusterState::list_config_map, &ClusterState::end_config_map_list,
+                          &ClusterState::abort_config_map_list, &ClusterState::config_map_event});
+    InformerOptions config_maps;
+    config_maps.resource = "/api/v1/namespaces/" + ns + "/configmaps";
+    if (options.tune) options.tune(config_maps);
+    config_maps_ = std::make_unique<Informer>(client, config_maps, *config_map_sink_, options.node_seed + 1);
+  }
+}
+
+std::vector<SourceHealth> ClusterInformers::health() const {
+  std::vector<SourceHealth> out = {{"pods", pod_stats()}, {"nodes", node_stats()}};
+  if (config_maps_) out.push_back({"configmaps", config_maps_->stats()});
+  return out;
 }
 
 ClusterInformers::~ClusterInformers() { stop(); }
@@ -64,10 +79,16 @@ void ClusterInformers::start() {
     pthread_setname_np(pthread_self(), "node-informer");
     nodes_->run(st);
   });
+  if (config_maps_) {
+    config_map_thread_ = std::jthread([this](std::stop_token st) {
+      pthread_setname_np(pthread_self(), "cm-informer");
+      config_maps_->run(st);
+    });
+  }
 }
 
 void ClusterInformers::stop() {
-  for (std::jthread* t : {&pod_thread_, &node_thread_}) {
+  for (std::jthread* t : {&pod_thread_, &node_thread_, &config_map_thread_}) {
     if (t->joinable()) {
       t->request_stop();
       t->join();

@@ -1,7 +1,8 @@
 // The informers that keep a ClusterState's store in step with the API
 // server, apart from the store they feed (as kube-scheduler keeps its cache
 // apart from the event handlers): one list+watch for the live pods
-// (kLivePodsSelector), one for the nodes, each on its own thread, and the
+// (kLivePodsSelector), one for the nodes (and one for the ConfigMaps of a
+// contract that reads some), each on its own thread, and the
 // sinks that hand their objects to the store. Used by the daemon, the test
 // harness and the sync bench.
 #pragma once
@@ -45,14 +46,16 @@ class ClusterInformers {
 
   InformerStats pod_stats() const { return pods_->stats(); }
   InformerStats node_stats() const { return nodes_->stats(); }
-  std::vector<SourceHealth> health() const { return {{"pods", pod_stats()}, {"nodes", node_stats()}}; }
+  std::vector<SourceHealth> health() const;
 
  private:
   class StoreSink;
-  std::unique_ptr<StoreSink> pod_sink_, node_sink_;
+  std::unique_ptr<StoreSink> pod_sink_, node_sink_, config_map_sink_;
   std::unique_ptr<InformerSink> wrapped_pod_sink_;
-  std::unique_ptr<Informer> pods_, nodes_;
-  std::jthread pod_thread_, node_thread_;
+  // The contract's ConfigMaps (Contract::node_config_map_namespace): null
+  // when it reads none.
+  std::unique_ptr<Informer> pods_, nodes_, config_maps_;
+  std::jthread pod_thread_, node_thread_, config_map_thread_;
 };
 
 }  // namespace fracpack::k8s

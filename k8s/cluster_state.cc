@@ -34,7 +34,7 @@ ClusterState::ClusterState(SyncOptions options)
 
 bool ClusterState::ready() const {
   std::shared_lock lock(mu_);
-  return pods_synced_ && nodes_synced_;
+  return pods_synced_ && nodes_synced_ && (config_maps_synced_ || contract_->node_config_map_namespace().empty());
 }
 
 std::vector<std::string> ClusterState::held_by(const std::vector<std::string_view>& nodes) const {
@@ -162,10 +162,12 @@ Result<ClusterState::CaughtUp> ClusterState::catch_up(const std::string& node, c
 
 void ClusterState::load_snapshot(const ObjectList& list) {
   std::unique_lock lock(mu_);
+  for (const ConfigMap& c : list.config_maps) builder_.apply_config_map(c);
   for (const Node& n : list.nodes) apply_node_locked(n);
   for (const Pod& p : list.pods) apply_pod_locked(p);
   pods_synced_ = true;
   nodes_synced_ = true;
+  config_maps_synced_ = true;
 }
 
 bool ClusterState::forget(const std::string& uid) {
@@ -488,6 +490,60 @@ Result<std::string> ClusterState::node_event(WatchEventType type, std::string_vi
   }
   return node->meta.resource_version;
 }
+
+void ClusterState::begin_config_map_list(bool) {
+  std::unique_lock lock(mu_);
+  listed_config_maps_.clear();
+}
+
+Status ClusterState::list_config_map(std::string_view json) {
+  auto rv = config_map_arrived(json, "listed", WatchEventType::kAdded, /*listed=*/true);
+  return rv ? Status::Ok() : Error{rv.message()};
+}
+
+Result<std::string> ClusterState::config_map_event(WatchEventType type, std::string_view json) {
+  return config_map_arrived(json, "watched", type, /*listed=*/false);
+}
+
+Result<std::string> ClusterState::config_map_arrived(std::string_view json, const char* how, WatchEventType type, bool listed) {
+  auto config_map = parse_config_map(json, contract_->selection());
+  std::unique_lock lock(mu_);
+  if (!config_map) {
+    undecodable_locked("configmap", how, config_map.message());
+    return config_map.error();
+  }
+  const std::string key = config_map->meta.namespace_name + "/" + config_map->meta.name;
+  if (listed) listed_config_maps_.insert(key);
+  if (type == WatchEventType::kDeleted) {
+    config_maps_.erase(key);
+    builder_.delete_config_map(config_map->meta.namespace_name, config_map->meta.name);
+  } else {
+    config_maps_.insert(key);
+    builder_.apply_config_map(*config_map);
+  }
+  return config_map->meta.resource_version;
+}
+
+void ClusterState::end_config_map_list() {
+  std::unique_lock lock(mu_);
+  for (auto it = config_maps_.begin(); it != config_maps_.end();) {
+    if (listed_config_maps_.contains(*it)) {
+      ++it;
+      continue;
+    }
+    const size_t slash = it->find('/');
+    builder_.delete_config_map(it->substr(0, slash), it->substr(slash + 1));
+    it = config_maps_.erase(it);
+  }
+  config_maps_synced_ = true;
+  listed_config_maps_.clear();
+}
+
+void ClusterState::abort_config_map_list() {
+  std::unique_lock lock(mu_);
+  listed_config_maps_.clear();
+}
+
 
 std::string ClusterState::snapshot_json() const {
   std::shared_lock lock(mu_);

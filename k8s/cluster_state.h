@@ -118,6 +118,13 @@ class ClusterState {
   void end_node_list();
   void abort_node_list();
   Result<std::string> node_event(WatchEventType type, std::string_view object_json);
+  // The contract's ConfigMaps (Contract::node_config_map_namespace; only
+  // watched when it names one).
+  void begin_config_map_list(bool consistent = false);
+  Status list_config_map(std::string_view object_json);
+  void end_config_map_list();
+  void abort_config_map_list();
+  Result<std::string> config_map_event(WatchEventType type, std::string_view object_json);
   // Decoded objects, applied directly (snapshots and tests).
   void apply_pod(const Pod& pod);
   void delete_pod(const Pod& pod);
@@ -211,6 +218,8 @@ class ClusterState {
   bool drop_locked(const std::string& uid);  // an assumed reservation and its Binding time; false if none
   void delete_pod_locked(const std::string& uid);
   void apply_node_locked(const Node& node);
+  // A listed or watched ConfigMap of the contract, applied or deleted.
+  Result<std::string> config_map_arrived(std::string_view json, const char* how, WatchEventType type, bool listed);
   void delete_node_locked(const std::string& name);
   void problem_locked(std::string object, std::string message);
   // An object of `kind` ("pod", "node") a list or a watch (`how`) sent that cannot be decoded.
@@ -244,6 +253,10 @@ class ClusterState {
   std::vector<SyncProblem> problems_;
   bool pods_synced_ = false;
   bool nodes_synced_ = false;
+  // Only a contract that reads ConfigMaps waits for them.
+  bool config_maps_synced_ = false;
+  std::set<std::string> config_maps_;         // "namespace/name" applied
+  std::set<std::string> listed_config_maps_;  // seen by the list in progress
 };
 
 }  // namespace fracpack::k8s

@@ -303,26 +303,34 @@ Status decode_list(od::value root, const Selection& sel, ObjectList& out) {
 
 }  // namespace json
 
-Result<Pod> parse_pod(std::string_view text, const Selection& selection) {
-  Pod pod;
+namespace {
+
+// One object of a kind from its JSON text, decoded with `decode`.
+template <class T>
+Result<T> parse_object(std::string_view text, const Selection& selection, std::string_view kind,
+                       Status (*decode)(json::od::object, const Selection&, T&)) {
+  T out;
   Status s = json::with_document(text, [&](json::od::value root) -> Status {
     json::od::object obj;
-    if (root.get_object().get(obj)) return json::type_error("pod", "an object");
-    return json::decode_pod(obj, selection, pod);
+    if (root.get_object().get(obj)) return json::type_error(kind, "an object");
+    return decode(obj, selection, out);
   });
   if (!s.ok()) return Error{s.message()};
-  return pod;
+  return out;
+}
+
+}  // namespace
+
+Result<Pod> parse_pod(std::string_view text, const Selection& selection) {
+  return parse_object<Pod>(text, selection, "pod", json::decode_pod);
 }
 
 Result<Node> parse_node(std::string_view text, const Selection& selection) {
-  Node node;
-  Status s = json::with_document(text, [&](json::od::value root) -> Status {
-    json::od::object obj;
-    if (root.get_object().get(obj)) return json::type_error("node", "an object");
-    return json::decode_node(obj, selection, node);
-  });
-  if (!s.ok()) return Error{s.message()};
-  return node;
+  return parse_object<Node>(text, selection, "node", json::decode_node);
+}
+
+Result<ConfigMap> parse_config_map(std::string_view text, const Selection& selection) {
+  return parse_object<ConfigMap>(text, selection, "configmap", json::decode_config_map);
 }
 
 Result<ListMeta> parse_list_meta(std::string_view text) {

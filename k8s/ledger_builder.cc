@@ -29,6 +29,14 @@ void LedgerBuilder::apply_node(const Node& node) {
     auto old = specs_.find(name);
     const std::string before = old == specs_.end() ? std::string() : old->second.excluded;
     if (left_alone_ && spec->excluded != before) left_alone_(name, spec->excluded);
+    // A ConfigMap that came before its node is checked now (once: a node's
+    // every status update would repeat it).
+    if (auto maps = config_maps_of_node_.find(name); maps != config_maps_of_node_.end() && old == specs_.end()) {
+      scheduling::NodeSpec scratch = *spec;
+      for (const std::string& key : maps->second) {
+        if (Status s = contract_.apply_config_map(config_maps_.at(key), scratch); !s.ok()) problems_("configmap " + key, s.message());
+      }
+    }
     specs_[name] = std::move(*spec);
     malformed_nodes_.erase(name);
   } else {
@@ -52,18 +60,57 @@ void LedgerBuilder::delete_node(const std::string& name) {
   ledger_.remove_node(name);
 }
 
+void LedgerBuilder::apply_config_map(const ConfigMap& config_map) {
+  const std::string key = config_map.meta.namespace_name + "/" + config_map.meta.name;
+  delete_config_map(config_map.meta.namespace_name, config_map.meta.name);
+  const std::vector<std::string> nodes = contract_.config_map_nodes(config_map);
+  if (nodes.empty()) return;
+  config_maps_[key] = config_map;
+  for (const std::string& node : nodes) {
+    config_maps_of_node_[node].insert(key);
+    auto spec = specs_.find(node);
+    if (spec == specs_.end()) continue;  // checked when the node comes
+    scheduling::NodeSpec scratch = spec->second;
+    if (Status s = contract_.apply_config_map(config_map, scratch); !s.ok()) problems_("configmap " + key, s.message());
+    push_effective_spec(node);
+  }
+}
+
+void LedgerBuilder::delete_config_map(const std::string& namespace_name, const std::string& name) {
+  const std::string key = namespace_name + "/" + name;
+  auto it = config_maps_.find(key);
+  if (it == config_maps_.end()) return;
+  const std::vector<std::string> nodes = contract_.config_map_nodes(it->second);
+  config_maps_.erase(it);
+  for (const std::string& node : nodes) {
+    auto of = config_maps_of_node_.find(node);
+    if (of == config_maps_of_node_.end()) continue;
+    of->second.erase(key);
+    if (of->second.empty()) config_maps_of_node_.erase(of);
+    push_effective_spec(node);
+  }
+}
+
 void LedgerBuilder::push_effective_spec(const std::string& node) {
   auto it = specs_.find(node);
   if (it == specs_.end()) return;
   auto u = unresolved_.find(node);
   const bool closed = malformed_nodes_.contains(node) || (u != unresolved_.end() && !u->second.empty());
-  if (!closed) {
+  auto maps = config_maps_of_node_.find(node);
+  if (!closed && maps == config_maps_of_node_.end()) {
     ledger_.upsert_node(it->second);
     return;
   }
-  scheduling::NodeSpec cordoned = it->second;
-  for (auto& c : cordoned.cards) c.cordoned = true;
-  ledger_.upsert_node(std::move(cordoned));
+  scheduling::NodeSpec effective = it->second;
+  if (maps != config_maps_of_node_.end()) {
+    for (const std::string& key : maps->second) {
+      (void)contract_.apply_config_map(config_maps_.at(key), effective);  // reported when it or the node changed
+    }
+  }
+  if (closed) {
+    for (auto& c : effective.cards) c.cordoned = true;
+  }
+  ledger_.upsert_node(std::move(effective));
 }
 
 void LedgerBuilder::unresolve(const std::string& uid) {

@@ -63,6 +63,11 @@ class LedgerBuilder {
   // Contract::node_held_by of the node when it was last seen ("" none).
   std::string held_by(std::string_view node) const;
   bool any_held() const { return !held_by_.empty(); }
+  // A ConfigMap the contract reads beside its nodes (Contract::
+  // config_map_nodes): kept and applied to each node it names, now and
+  // whenever that node changes; what cannot be read is reported.
+  void apply_config_map(const ConfigMap& config_map);
+  void delete_config_map(const std::string& namespace_name, const std::string& name);
   // A pod bound to pod.node_name and not terminal: what it holds.
   void apply_bound_pod(const Pod& pod);
   // The pod holds nothing any more (deleted, finished, gone from a list).
@@ -93,6 +98,9 @@ class LedgerBuilder {
   LedgerCounters counters_;
   std::function<void(const std::string&, const std::string&)> left_alone_;
   std::map<std::string, std::string, std::less<>> held_by_;  // node -> pod between bind and Allocate
+  // The contract's ConfigMaps by "namespace/name", and the nodes each names.
+  std::map<std::string, ConfigMap> config_maps_;
+  std::map<std::string, std::set<std::string>> config_maps_of_node_;
 };
 
 }  // namespace fracpack::k8s

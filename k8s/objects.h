@@ -97,6 +97,7 @@ struct ObjectList {
 // pass a std::string with spare capacity (see pad()) to avoid that.
 Result<Pod> parse_pod(std::string_view json, const Selection& selection);
 Result<Node> parse_node(std::string_view json, const Selection& selection);
+Result<ConfigMap> parse_config_map(std::string_view json, const Selection& selection);
 Result<ObjectList> parse_list(std::string_view json, const Selection& selection);
 
 // Gives `s` the trailing capacity simdjson reads past the end of the text.

@@ -46,6 +46,7 @@ SnapshotState read_snapshot(const ObjectList& list, const Contract& contract, co
     problem.object = std::move(object);
     st.problems.push_back(std::move(problem));
   });
+  for (const ConfigMap& c : list.config_maps) builder.apply_config_map(c);
   for (const Node& n : list.nodes) builder.apply_node(n);
 
   struct Pending {

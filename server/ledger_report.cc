@@ -37,6 +37,7 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
       append_json_number(out, "computeMilli", 1000);
       append_json_number(out, "computeUsedMilli", use.cores);
       append_json_number(out, "sharers", use.sharers);
+      append_json_number(out, "maxSharers", card.max_sharers);  // the split count (HAMi); 0: no limit
       out += std::string(",\"healthy\":") + (card.healthy ? "true" : "false");
       out += std::string(",\"cordoned\":") + (card.cordoned ? "true" : "false");
       out += ",\"pods\":[";

@@ -82,6 +82,17 @@ class Contract {
   // "" when none: prioritize ranks a held node last for every other pod, so
   // a burst spreads instead of queueing behind one node's lock.
   virtual std::string node_held_by(const Node&, std::chrono::system_clock::time_point) const { return {}; }
+
+  // Facts a node agent keeps beside the Node object, in ConfigMaps
+  // (gpushare's unhealthy-gpu-<node> in kube-system). The namespace they
+  // live in ("" when the contract reads none: nothing is watched).
+  virtual std::string node_config_map_namespace() const { return {}; }
+  // The nodes a ConfigMap of that namespace speaks of (none when it is not
+  // one of the contract's).
+  virtual std::vector<std::string> config_map_nodes(const ConfigMap&) const { return {}; }
+  // Applies what the ConfigMap says to the node's description. Entries that
+  // cannot be read are skipped and named in the error; the rest apply.
+  virtual Status apply_config_map(const ConfigMap&, scheduling::NodeSpec&) const { return Status::Ok(); }
 };
 
 }  // namespace fracpack::k8s

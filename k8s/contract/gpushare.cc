@@ -181,4 +181,39 @@ RecordedAllocation GpushareContract::recorded_allocation(const Pod& pod, const N
   return out;
 }
 
+std::vector<std::string> GpushareContract::config_map_nodes(const ConfigMap& config_map) const {
+  std::vector<std::string> nodes;
+  if (config_map.meta.namespace_name != names_.unhealthy_namespace) return nodes;
+  // Both revisions' names: "unhealthy-gpu-a" is node a's (the later name)
+  // and node gpu-a's (the earlier); a mark on both fails safe.
+  const std::string& name = config_map.meta.name;
+  for (std::string_view prefix : {"unhealthy-gpu-", "unhealthy-"}) {
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) nodes.push_back(name.substr(prefix.size()));
+  }
+  return nodes;
+}
+
+Status GpushareContract::apply_config_map(const ConfigMap& config_map, NodeSpec& spec) const {
+  const std::string* gpus = find(config_map.data, names_.unhealthy_key);
+  if (gpus == nullptr) return Status::Ok();
+  std::string bad;
+  for (const std::string& entry : split_list(*gpus, ',')) {
+    int index = -1;
+    Card* card = nullptr;
+    if (parse_decimal(entry, index)) {
+      for (Card& c : spec.cards) {
+        if (c.index == index) card = &c;
+      }
+    }
+    if (card == nullptr) {
+      bad += (bad.empty() ? "" : ", ") + in_quotes(entry);
+      continue;
+    }
+    card->healthy = false;
+  }
+  if (bad.empty()) return Status::Ok();
+  return Error{"configmap " + config_map.meta.namespace_name + "/" + config_map.meta.name + ": data[" + names_.unhealthy_key +
+               "]: " + bad + " names no card of node " + spec.name + " (card indices, comma-separated); the other entries apply"};
+}
+
 }  // namespace fracpack::k8s

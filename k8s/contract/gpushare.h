@@ -11,6 +11,11 @@
 //           (the pod's total), _ASSIGNED "false", _ASSUME_TIME (Unix ns): in
 //           the Binding, one write.
 //   restart IDX and POD of every bound pod not finished.
+//   health  the ConfigMap unhealthy-gpu-<node> in kube-system (the name of
+//           gpushare's later revisions; unhealthy-<node>, the earlier one,
+//           too), data[gpus] = card indices, "0,2": those cards take no
+//           placement. An entry that names no card is reported, not read
+//           as card 0 (gpushare's strconv.Atoi error gives 0).
 //
 // What gpushare itself gets wrong, refused here with a clear message: its
 // device plugin finds the pod at Allocate by comparing the pod's *total*
@@ -36,6 +41,10 @@ struct GpushareNames {
   std::string assigned = "ALIYUN_COM_GPU_MEM_ASSIGNED";
   std::string assume_time = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
   std::string cordon = "fracpack.io/gpu-cordon";  // fracpack's operator cordon, on gpushare nodes too
+  // The unhealthy-card ConfigMaps: unhealthy-gpu-<node> (and the older
+  // unhealthy-<node>) in this namespace, card indices in data[gpus].
+  std::string unhealthy_namespace = "kube-system";
+  std::string unhealthy_key = "gpus";
 
   std::vector<std::string> gpu_resources() const { return {gpu_memory}; }
   Selection selection() const;
@@ -56,6 +65,11 @@ class GpushareContract : public ProfileContract<GpushareNames, GpushareOptions> 
   StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
                                    std::chrono::system_clock::time_point now) const override;
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+  // unhealthy-gpu-<node> and unhealthy-<node> in kube-system: the cards
+  // data[gpus] lists ("0,2") are unhealthy.
+  std::string node_config_map_namespace() const override { return names_.unhealthy_namespace; }
+  std::vector<std::string> config_map_nodes(const ConfigMap& config_map) const override;
+  Status apply_config_map(const ConfigMap& config_map, scheduling::NodeSpec& spec) const override;
 
  private:
   std::string unit_name() const { return options_.unit_mib == 1 ? "MiB" : "GiB"; }

@@ -101,10 +101,15 @@ std::string node_table(const json& nodes) {
       std::string state = !field<bool>(card, "healthy", where) ? "unhealthy" : field<bool>(card, "cordoned", where) ? "cordoned" : "ok";
       std::string pods;
       for (const json& p : field<json>(card, "pods", where)) pods += (pods.empty() ? "" : ",") + p.get<std::string>();
+      // "3/10": three shares of a card whose agent serves at most ten (HAMi's split count).
+      std::string sharers = std::to_string(field<int64_t>(card, "sharers", where));
+      if (auto most = card.find("maxSharers"); most != card.end() && most->is_number_integer() && most->get<int64_t>() > 0) {
+        sharers += "/" + std::to_string(most->get<int64_t>());
+      }
       rows.push_back({label, std::to_string(field<int64_t>(card, "index", where)), field<std::string>(card, "model", where),
                       std::to_string(used) + "/" + std::to_string(mem), mem > 0 ? percent(static_cast<double>(used) / static_cast<double>(mem)) : "-",
                       compute > 0 ? percent(static_cast<double>(compute_used) / static_cast<double>(compute)) : "-",
-                      std::to_string(field<int64_t>(card, "sharers", where)), state, pods.empty() ? "-" : pods});
+                      sharers, state, pods.empty() ? "-" : pods});
       label.clear();  // the node's name on its first card only
     }
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/contract/fracpack.h"
+#include "k8s/contract/gpushare.h"
 #include "test/support/cluster_harness.h"
 
 namespace fracpack::k8s {
@@ -176,6 +177,51 @@ TEST(LedgerBuilder, ARecordThatNeedsTheNodesCardsWaitsForThem) {
   EXPECT_EQ(b.ledger().node("n1")->use()[0].cores, 0);
   EXPECT_EQ(b.builder.counters().inferred_allocations, 0u);
   EXPECT_FALSE(b.cordoned("n1"));
+}
+
+// gpushare's unhealthy-gpu-<node> ConfigMap: its cards take no placement
+// while it lists them, whether it comes before or after the node; a bad
+// entry is reported once, when the ConfigMap (or its node) arrives.
+TEST(LedgerBuilder, AContractsConfigMapsApplyToTheirNodeUntilDeleted) {
+  const GpushareContract gpushare;
+  Built b(gpushare);
+  auto gpushare_node = [&](const std::string& name) {
+    return *parse_node(R"({"metadata":{"name":")" + name +
+                           R"("},"status":{"capacity":{"aliyun.com/gpu-mem":"30","aliyun.com/gpu-count":"2"},"allocatable":{"cpu":"8"}}})",
+                       gpushare.selection());
+  };
+  auto health = [&](const std::string& node) {
+    std::vector<bool> out;
+    for (const auto& c : b.ledger().node(node)->cards()) out.push_back(c.schedulable());
+    return out;
+  };
+  ConfigMap cm;
+  cm.meta.namespace_name = "kube-system";
+  cm.meta.name = "unhealthy-gpu-n1";
+  cm.data = {{"gpus", "1,x"}};
+  b.builder.apply_config_map(cm);  // before its node
+  EXPECT_TRUE(b.problems.empty());
+  b.builder.apply_node(gpushare_node("n1"));
+  EXPECT_EQ(health("n1"), (std::vector<bool>{true, false}));
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_NE(b.problems[0].find("configmap kube-system/unhealthy-gpu-n1: "), std::string::npos) << b.problems[0];
+  b.builder.apply_node(gpushare_node("n1"));  // a status update: not reported again
+  EXPECT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(health("n1"), (std::vector<bool>{true, false}));
+
+  b.builder.apply_node(gpushare_node("n2"));
+  cm.meta.name = "unhealthy-n2";  // the earlier revision's name, after its node
+  cm.data = {{"gpus", "0"}};
+  b.builder.apply_config_map(cm);
+  EXPECT_EQ(health("n2"), (std::vector<bool>{false, true}));
+  cm.data = {{"gpus", "1"}};  // changed: card 0 is back, card 1 out
+  b.builder.apply_config_map(cm);
+  EXPECT_EQ(health("n2"), (std::vector<bool>{true, false}));
+  b.builder.delete_config_map("kube-system", "unhealthy-n2");
+  EXPECT_EQ(health("n2"), (std::vector<bool>{true, true}));
+  b.builder.delete_config_map("kube-system", "unhealthy-gpu-n1");
+  EXPECT_EQ(health("n1"), (std::vector<bool>{true, true}));
+  EXPECT_EQ(b.problems.size(), 1u);
 }
 
 }  // namespace

@@ -455,6 +455,14 @@ Problems check_installation(const Objects& objects) {
     for (auto g : held[""]) got += g + " ";
     out.push_back("cluster-wide grants must be exactly fracpack's API calls; got " + got);
   }
+  if (fc.contract.profile == "gpushare") {
+    const std::string& health_ns = fc.contract.gpushare.unhealthy_namespace;
+    for (const char* verb : {"list", "watch"}) {
+      if (!held[health_ns].count(std::string("|configmaps|") + verb)) {
+        out.push_back("no " + std::string(verb) + " on ConfigMaps in " + health_ns + " (gpushare's unhealthy-gpu-<node>)");
+      }
+    }
+  }
   const std::string wl = fc.workload.config_map;
   if (!wl.empty()) {
     const std::string wl_ns = wl.substr(0, wl.find('/')), wl_name = wl.substr(wl.find('/') + 1);
@@ -574,6 +582,8 @@ TEST(Manifests, RbacMatchesTheCode) {
       {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ \w+ \+ "/configmaps/" \+ \w+\))re"), "|configmaps|get"},
       {std::regex(R"re(resource = "/api/v1/pods")re"), "|pods|list+watch"},
       {std::regex(R"re(resource = "/api/v1/nodes")re"), "|nodes|list+watch"},
+      // The gpushare profile's unhealthy-card ConfigMaps (kube-system).
+      {std::regex(R"re(resource = "/api/v1/namespaces/" \+ ns \+ "/configmaps")re"), "|configmaps|list+watch (gpushare profile)"},
       // The hami profile's node lock: read and merge-patch the node; is its holder still there?
       {std::regex(R"re(return "/api/v1/nodes/" \+ url_encode\(node\);)re"), "|nodes|get+patch (hami profile)"},
       {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ url_encode\(ns\) \+ "/pods/" \+ url_encode\(name\))re"), "|pods|get (the node lock's holder)"},
@@ -602,7 +612,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 11u);
+  EXPECT_EQ(calls, 12u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 

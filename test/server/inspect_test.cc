@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <regex>
 
 #include "server/cmd/inspect.h"
@@ -58,6 +59,33 @@ TEST(Inspect, SnapshotTableShowsEveryCardItsPodsAndTheClusterTotals) {
   EXPECT_EQ(one.out.find("gpu-a100-0"), std::string::npos);
   EXPECT_NE(one.out.find("notebooks/notebook-alice"), std::string::npos);
   EXPECT_NE(one.out.find("cluster: 5 nodes"), std::string::npos);
+}
+
+// A card's split count (HAMi's register "count") beside its sharers.
+TEST(Inspect, ACardsSplitCountIsShownBesideItsSharers) {
+  const nlohmann::json devices = nlohmann::json::array(
+      {{{"id", "GPU-a"}, {"index", 0}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-T4"}, {"health", true}}});
+  const nlohmann::json snapshot = {
+      {"apiVersion", "v1"},
+      {"kind", "List"},
+      {"items",
+       {{{"apiVersion", "v1"},
+         {"kind", "Node"},
+         {"metadata", {{"name", "t4-0"}, {"annotations", {{"hami.io/node-nvidia-register", devices.dump()}}}}},
+         {"status", {{"allocatable", {{"cpu", "8"}, {"memory", "32Gi"}, {"nvidia.com/gpu", "10"}}}}}},
+        {{"apiVersion", "v1"},
+         {"kind", "Pod"},
+         {"metadata",
+          {{"name", "infer"}, {"namespace", "ml"}, {"uid", "u1"}, {"annotations", {{"hami.io/vgpu-devices-allocated", "GPU-a,NVIDIA,4096,30:;"}}}}},
+         {"spec",
+          {{"nodeName", "t4-0"},
+           {"containers", {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4096"}, {"nvidia.com/gpucores", "30"}}}}}}}}}},
+         {"status", {{"phase", "Running"}}}}}}};
+  const std::string path = ::testing::TempDir() + "/hami-snapshot.json";
+  std::ofstream(path) << snapshot.dump();
+  auto r = run_fracpack({"inspect", "--snapshot", path, "--profile", "hami"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(has_row(r.out, "t4-0 +0 +NVIDIA-T4 +4096/16384 +25.0% +30.0% +1/10 +ok +ml/infer")) << r.out;
 }
 
 TEST(Inspect, ServerAndSnapshotAgreeAndTheServerFollowsBinds) {

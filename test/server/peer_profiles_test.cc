@@ -311,6 +311,44 @@ TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheS
   EXPECT_EQ(compare_ledger(*c.api, c.daemon().state()), "");
 }
 
+// gpushare's unhealthy-gpu-<node> ConfigMap in kube-system, watched: while
+// it lists card 0, no share goes there; deleted, the card serves again.
+TEST(GpushareProfile, TheUnhealthyCardConfigMapIsWatched) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "gpushare";
+  Connected c(cfg);
+  c.api->create("nodes", node("share-0", json::object(), {{"aliyun.com/gpu-mem", "30"}, {"aliyun.com/gpu-count", "2"}}));
+  const json unhealthy = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+                          {"metadata", {{"name", "unhealthy-gpu-share-0"}, {"namespace", "kube-system"}}}, {"data", {{"gpus", "0"}}}};
+  c.api->create("configmaps", unhealthy.dump());
+  c.start();
+  auto schedulable = [&](int index) {
+    return c.daemon().state().read([&](const scheduling::Ledger& l) {
+      const auto* n = l.node("share-0");
+      return n != nullptr && n->cards()[static_cast<size_t>(index)].schedulable();
+    });
+  };
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().ready() && !schedulable(0) && schedulable(1); }));
+  const std::vector<CandidateNode> nodes = {{"share-0", ""}};
+  auto pod = [](const std::string& name, int gib) {
+    return pending_pod(name, json::array({container("main", {{"aliyun.com/gpu-mem", std::to_string(gib)}})}));
+  };
+  auto first = create_schedule_bind(c, pod("a", 10), nodes);
+  ASSERT_TRUE(first.ok()) << first.message();
+  EXPECT_EQ(ledger_uuids(c.daemon(), "u-a"), (std::vector<std::vector<std::string>>{{"1"}})) << "card 1: card 0 is unhealthy";
+  // 5 GiB left on card 1 and card 0 out: 10 GiB fits nowhere.
+  const std::string big = pod("b", 10);
+  c.api->create("pods", big);
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
+  EXPECT_TRUE(c.driver().schedule(big, nodes).node.empty());
+  ASSERT_TRUE(c.api->remove("configmaps", "kube-system", "unhealthy-gpu-share-0"));
+  ASSERT_TRUE(Cluster::wait_for([&] { return schedulable(0); }));
+  CycleResult cycle = c.driver().schedule(big, nodes);
+  ASSERT_EQ(cycle.node, "share-0") << cycle.error;
+  ASSERT_TRUE(c.driver().bind("default", "b", "u-b", "share-0").ok());
+  EXPECT_EQ(ledger_uuids(c.daemon(), "u-b"), (std::vector<std::vector<std::string>>{{"0"}}));
+}
+
 TEST(Profiles, ADeploymentLeavesAnotherProfilesNodesAlone) {
   config::Config cfg = test_config();
   cfg.contract.profile = "gpushare";

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s/contract/fracpack.h"
 #include "k8s/contract/profiles.h"
 #include "test/support/contract_pods.h"
 
@@ -82,6 +83,49 @@ TEST(GpushareContract, NodesFromCapacity) {
   ASSERT_TRUE(spec.ok());
   EXPECT_TRUE(spec->cards.empty());
   EXPECT_NE(spec->excluded.find("the fracpack profile's node agent (annotation fracpack.io/gpu-devices)"), std::string::npos) << spec->excluded;
+}
+
+ConfigMap config_map(const std::string& ns, const std::string& name, const std::string& gpus) {
+  ConfigMap c;
+  c.meta.namespace_name = ns;
+  c.meta.name = name;
+  c.data = {{"gpus", gpus}};
+  return c;
+}
+
+TEST(GpushareContract, TheUnhealthyCardConfigMapsBothNames) {
+  EXPECT_EQ(kContract.node_config_map_namespace(), "kube-system");
+  EXPECT_EQ(kContract.config_map_nodes(config_map("kube-system", "unhealthy-node-a", "0")), std::vector<std::string>{"node-a"});
+  // "unhealthy-gpu-a" is node a's by the later name and node gpu-a's by the earlier.
+  EXPECT_EQ(kContract.config_map_nodes(config_map("kube-system", "unhealthy-gpu-a", "0")), (std::vector<std::string>{"a", "gpu-a"}));
+  EXPECT_TRUE(kContract.config_map_nodes(config_map("default", "unhealthy-gpu-a", "0")).empty());
+  EXPECT_TRUE(kContract.config_map_nodes(config_map("kube-system", "coredns", "0")).empty());
+  EXPECT_TRUE(kContract.config_map_nodes(config_map("kube-system", "unhealthy-", "0")).empty());
+  // Other contracts read no ConfigMaps.
+  EXPECT_EQ(FracpackContract().node_config_map_namespace(), "");
+}
+
+TEST(GpushareContract, UnhealthyCardsAreMarkedAndBadEntriesNamedNotReadAsCardZero) {
+  auto spec = kContract.node_spec(node_from(R"("aliyun.com/gpu-mem":"60","aliyun.com/gpu-count":"4")"));
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_TRUE(kContract.apply_config_map(config_map("kube-system", "unhealthy-gpu-n1", " 1, 3"), *spec).ok());
+  std::vector<bool> healthy;
+  for (const auto& c : spec->cards) healthy.push_back(c.healthy);
+  EXPECT_EQ(healthy, (std::vector<bool>{true, false, true, false}));
+
+  spec = kContract.node_spec(node_from(R"("aliyun.com/gpu-mem":"60","aliyun.com/gpu-count":"4")"));
+  Status s = kContract.apply_config_map(config_map("kube-system", "unhealthy-gpu-n1", "two,2,9"), *spec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "configmap kube-system/unhealthy-gpu-n1: data[gpus]: \"two\", \"9\" names no card of node n1 (card indices, "
+                         "comma-separated); the other entries apply");
+  healthy.clear();
+  for (const auto& c : spec->cards) healthy.push_back(c.healthy);
+  EXPECT_EQ(healthy, (std::vector<bool>{true, true, false, true})) << "card 0 stays healthy";
+  // No gpus key, or an empty list: nothing to apply.
+  ConfigMap empty = config_map("kube-system", "unhealthy-gpu-n1", "");
+  EXPECT_TRUE(kContract.apply_config_map(empty, *spec).ok());
+  empty.data.clear();
+  EXPECT_TRUE(kContract.apply_config_map(empty, *spec).ok());
 }
 
 TEST(GpushareContract, TheRecordAndItsReadBack) {
