@@ -366,7 +366,8 @@ void ClusterState::begin_pod_list(bool consistent) {
 }
 
 void ClusterState::undecodable_locked(const char* kind, const char* how, const std::string& why) {
-  ++(kind[0] == 'p' ? counters_.malformed_pods : counters_.malformed_nodes);
+  const std::string_view k = kind;
+  ++(k == "pod" ? counters_.malformed_pods : k == "node" ? counters_.malformed_nodes : counters_.malformed_config_maps);
   problem_locked(std::string(kind) + " ?", std::string("cannot decode a ") + how + " " + kind + ": " + why);
 }
 
@@ -549,6 +550,7 @@ std::string ClusterState::snapshot_json() const {
   std::shared_lock lock(mu_);
   std::vector<std::string> items;
   items.reserve(nodes_.size() + pods_.size());
+  for (const auto& [key, config_map] : builder_.config_maps()) items.push_back(config_map_json(config_map));
   for (const auto& [name, node] : nodes_) items.push_back(node_json(node));
   std::vector<const Pod*> pods;
   for (const auto& [uid, entry] : pods_) pods.push_back(&entry.pod);

@@ -71,6 +71,7 @@ struct SyncCounters {
   uint64_t node_events = 0;
   uint64_t malformed_pods = 0;         // pods whose contract values or record could not be read
   uint64_t malformed_nodes = 0;
+  uint64_t malformed_config_maps = 0;  // the contract's ConfigMaps that could not be decoded
   uint64_t inferred_allocations = 0;   // bound GPU pods charged by inference
   uint64_t overcommit_reports = 0;     // confirmations that left a card over capacity
   uint64_t expired_assumptions = 0;

@@ -29,9 +29,10 @@ void LedgerBuilder::apply_node(const Node& node) {
     auto old = specs_.find(name);
     const std::string before = old == specs_.end() ? std::string() : old->second.excluded;
     if (left_alone_ && spec->excluded != before) left_alone_(name, spec->excluded);
-    // A ConfigMap that came before its node is checked now (once: a node's
-    // every status update would repeat it).
-    if (auto maps = config_maps_of_node_.find(name); maps != config_maps_of_node_.end() && old == specs_.end()) {
+    // The node's ConfigMaps are checked against its cards when they are new
+    // or changed (not on its every status update).
+    const bool cards_changed = old == specs_.end() || old->second.cards != spec->cards;
+    if (auto maps = config_maps_of_node_.find(name); maps != config_maps_of_node_.end() && cards_changed) {
       scheduling::NodeSpec scratch = *spec;
       for (const std::string& key : maps->second) {
         if (Status s = contract_.apply_config_map(config_maps_.at(key), scratch); !s.ok()) problems_("configmap " + key, s.message());
@@ -62,6 +63,8 @@ void LedgerBuilder::delete_node(const std::string& name) {
 
 void LedgerBuilder::apply_config_map(const ConfigMap& config_map) {
   const std::string key = config_map.meta.namespace_name + "/" + config_map.meta.name;
+  // A relist or a MODIFIED event that changes nothing it says: no work, no report again.
+  if (auto same = config_maps_.find(key); same != config_maps_.end() && same->second.data == config_map.data) return;
   delete_config_map(config_map.meta.namespace_name, config_map.meta.name);
   const std::vector<std::string> nodes = contract_.config_map_nodes(config_map);
   if (nodes.empty()) return;

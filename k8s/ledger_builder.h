@@ -68,6 +68,8 @@ class LedgerBuilder {
   // whenever that node changes; what cannot be read is reported.
   void apply_config_map(const ConfigMap& config_map);
   void delete_config_map(const std::string& namespace_name, const std::string& name);
+  // The ConfigMaps kept, by "namespace/name".
+  const std::map<std::string, ConfigMap>& config_maps() const { return config_maps_; }
   // A pod bound to pod.node_name and not terminal: what it holds.
   void apply_bound_pod(const Pod& pod);
   // The pod holds nothing any more (deleted, finished, gone from a list).

@@ -59,6 +59,7 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
                          Type::kCounter, {}};
   problems.samples = {{{{"kind", "malformed_pod"}}, static_cast<double>(c.malformed_pods)},
                       {{{"kind", "malformed_node"}}, static_cast<double>(c.malformed_nodes)},
+                      {{{"kind", "malformed_config_map"}}, static_cast<double>(c.malformed_config_maps)},
                       {{{"kind", "inferred_allocation"}}, static_cast<double>(c.inferred_allocations)},
                       {{{"kind", "overcommit_report"}}, static_cast<double>(c.overcommit_reports)},
                       {{{"kind", "expired_assumption"}}, static_cast<double>(c.expired_assumptions)},

@@ -18,6 +18,9 @@ void ForeignProfiles::extend(Selection& selection) const {
   for (const ForeignProfile& p : others_) {
     for (const auto& a : p.node_annotations) add(selection.annotation_prefixes, a);
     for (const auto& r : p.node_resources) add(selection.resources, r);
+    // A plugin's resources stay in capacity when allocatable drops to 0
+    // (its cards unhealthy, its endpoint restarting): the mark is read there too.
+    if (!p.node_resources.empty()) selection.capacity = true;
     for (const auto& r : p.pod_resources) add(selection.resources, r);
   }
 }

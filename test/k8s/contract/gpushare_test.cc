@@ -85,6 +85,22 @@ TEST(GpushareContract, NodesFromCapacity) {
   EXPECT_NE(spec->excluded.find("the fracpack profile's node agent (annotation fracpack.io/gpu-devices)"), std::string::npos) << spec->excluded;
 }
 
+// Found in review: capacity was decoded only for the gpushare profile, so a
+// fracpack deployment no longer saw a gpushare node whose plugin had dropped
+// its allocatable to 0 (cards unhealthy, endpoint restarting) as gpushare's.
+TEST(GpushareContract, AnotherProfileSeesAGpushareNodeByCapacityAlone) {
+  const auto fracpack = make_contract(testing::profile_config("fracpack"));
+  ASSERT_TRUE(fracpack.ok());
+  auto n = parse_node(R"({"metadata":{"name":"n1","labels":{"nvidia.com/gpu.count":"2","nvidia.com/gpu.memory":"15360"}},)"
+                      R"("status":{"capacity":{"aliyun.com/gpu-mem":"30","aliyun.com/gpu-count":"2"},)"
+                      R"("allocatable":{"cpu":"8","aliyun.com/gpu-mem":"0","aliyun.com/gpu-count":"0"}}})",
+                      (*fracpack)->selection());
+  ASSERT_TRUE(n.ok()) << n.message();
+  auto spec = (*fracpack)->node_spec(*n);
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_NE(spec->excluded.find("gpushare profile's node agent (resource aliyun.com/gpu-"), std::string::npos) << spec->excluded;
+}
+
 ConfigMap config_map(const std::string& ns, const std::string& name, const std::string& gpus) {
   ConfigMap c;
   c.meta.namespace_name = ns;
