@@ -19,6 +19,7 @@ void Evaluator::evaluate(const PodRequest& pod, std::span<const NodeState* const
     return v;
   }();
   const uint64_t generation = policy_.generation();
+  const bool cacheable = policy_.cacheable();  // once per request, not per node
   std::vector<DecisionCache::Entry>* entries = nullptr;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeState* node = nodes[i];
@@ -26,7 +27,7 @@ void Evaluator::evaluate(const PodRequest& pod, std::span<const NodeState* const
       visit(i, kUnknown);
       continue;
     }
-    if (!policy_.cacheable() || node->version() == 0) {  // not cached, or a projection
+    if (!cacheable || node->version() == 0) {  // not cached, or a projection
       judge(pod, *node, policy_, options_, true, scratch_);
       visit(i, scratch_);
       continue;
