@@ -115,24 +115,6 @@ Status append_objects(od::value v, std::string_view prefix, std::string_view not
   });
 }
 
-simdjson::ondemand::parser& thread_parser();
-
-// The same over a whole document (an annotation's JSON record), which must
-// be an array with nothing after it.
-template <class Fn>
-Status for_each_object_in(std::string_view text, std::string_view prefix, std::string_view not_array, Fn fn) {
-  simdjson::padded_string padded(text);
-  od::document doc;
-  if (auto e = thread_parser().iterate(padded).get(doc)) return syntax_error(e, "");
-  od::array arr;
-  if (auto e = doc.get_array().get(arr)) {
-    return e == simdjson::INCORRECT_TYPE ? Error{std::string(not_array)} : syntax_error(e, "");
-  }
-  if (Status s = for_each_object(arr, prefix, fn); !s.ok()) return s;
-  if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the array"};
-  return Status::Ok();
-}
-
 // Typed reads of one field of a record (an annotation's JSON), with errors
 // "<where><sep><key> must be ...".
 class FieldValue {
@@ -197,6 +179,23 @@ Status with_document(std::string_view text, Fn fn) {
   if (auto e = doc.get_value().get(root)) return syntax_error(e, "");
   if (Status s = fn(root); !s.ok()) return s;
   if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the value"};
+  return Status::Ok();
+}
+
+// for_each_object over a whole document (an annotation's JSON record),
+// which must be an array with nothing after it. Not with_document: a
+// document that is no array (a bare word) must say "expected <not_array>".
+template <class Fn>
+Status for_each_object_in(std::string_view text, std::string_view prefix, std::string_view not_array, Fn fn) {
+  simdjson::padded_string padded(text);
+  od::document doc;
+  if (auto e = thread_parser().iterate(padded).get(doc)) return syntax_error(e, "");
+  od::array arr;
+  if (auto e = doc.get_array().get(arr)) {
+    return e == simdjson::INCORRECT_TYPE ? Error{std::string(not_array)} : syntax_error(e, "");
+  }
+  if (Status s = for_each_object(arr, prefix, fn); !s.ok()) return s;
+  if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the array"};
   return Status::Ok();
 }
 

@@ -33,10 +33,7 @@ void LedgerBuilder::apply_node(const Node& node) {
     // or changed (not on its every status update).
     const bool cards_changed = old == specs_.end() || old->second.cards != spec->cards;
     if (auto maps = config_maps_of_node_.find(name); maps != config_maps_of_node_.end() && cards_changed) {
-      scheduling::NodeSpec scratch = *spec;
-      for (const std::string& key : maps->second) {
-        if (Status s = contract_.apply_config_map(config_maps_.at(key), scratch); !s.ok()) problems_("configmap " + key, s.message());
-      }
+      for (const std::string& key : maps->second) check_config_map(key, config_maps_.at(key), *spec);
     }
     specs_[name] = std::move(*spec);
     malformed_nodes_.erase(name);
@@ -73,10 +70,14 @@ void LedgerBuilder::apply_config_map(const ConfigMap& config_map) {
     config_maps_of_node_[node].insert(key);
     auto spec = specs_.find(node);
     if (spec == specs_.end()) continue;  // checked when the node comes
-    scheduling::NodeSpec scratch = spec->second;
-    if (Status s = contract_.apply_config_map(config_map, scratch); !s.ok()) problems_("configmap " + key, s.message());
+    check_config_map(key, config_map, spec->second);
     push_effective_spec(node);
   }
+}
+
+void LedgerBuilder::check_config_map(const std::string& key, const ConfigMap& config_map, const scheduling::NodeSpec& spec) {
+  scheduling::NodeSpec scratch = spec;
+  if (Status s = contract_.apply_config_map(config_map, scratch); !s.ok()) problems_("configmap " + key, s.message());
 }
 
 void LedgerBuilder::delete_config_map(const std::string& namespace_name, const std::string& name) {

@@ -83,6 +83,9 @@ class LedgerBuilder {
   // The pod's record as written; an over-commit it causes is reported.
   void confirm_record(const Pod& pod, const scheduling::PodFacts& facts, scheduling::Allocation allocation);
   void push_effective_spec(const std::string& node);
+  // Reports what of the ConfigMap cannot apply to the node's cards (its
+  // effect is applied by push_effective_spec, silently).
+  void check_config_map(const std::string& key, const ConfigMap& config_map, const scheduling::NodeSpec& spec);
   // Charges the pod from a partial record or by inference; false if its
   // cards cannot be known (yet).
   bool infer(const Pod& pod);

@@ -196,18 +196,27 @@ bool assign_init(const PodRequest& pod, const NodeState& node, const CardRanker&
   return true;
 }
 
+// One container's best-ranked cards against the node as it is: `chosen`
+// gets c.cards positions. Candidates live on the stack (positions are
+// uint8_t, so no node has more than kMaxCards).
+bool assign_alone(const PodRequest& pod, const NodeState& node, const CardRanker& ranker, const ContainerRequest& c,
+                  uint8_t* chosen) {
+  if (node.cards().size() > kMaxCards) return false;
+  std::array<uint8_t, kMaxCards> cand;
+  const size_t n = candidates(pod, node, c, cand.data());
+  if (static_cast<int>(n) < c.cards) return false;
+  ranker.rank(pod, c, node, node.use(), std::span<uint8_t>(cand.data(), n));
+  return take(node, std::span<const uint8_t>(cand.data(), n), c.cards, pod.numa_single, chosen);
+}
+
 bool assign_impl(const PodRequest& pod, const NodeState& node, const CardRanker& ranker, Picks& out,
                  bool* exhausted) {
-  if (pod.containers.size() == 1 && !pod.containers[0].init && node.cards().size() <= kMaxCards) {
+  if (pod.containers.size() == 1 && !pod.containers[0].init) {
     // The common case, one app container: its best-ranked cards, with no
     // search and no allocation.
     const ContainerRequest& c = pod.containers[0];
-    std::array<uint8_t, kMaxCards> cand;
-    const size_t n = candidates(pod, node, c, cand.data());
-    if (static_cast<int>(n) < c.cards || c.cards > static_cast<int>(Picks::kMax)) return false;
-    ranker.rank(pod, c, node, node.use(), std::span<uint8_t>(cand.data(), n));
     std::array<uint8_t, Picks::kMax> chosen;
-    if (!take(node, std::span<const uint8_t>(cand.data(), n), c.cards, pod.numa_single, chosen.data())) return false;
+    if (c.cards > static_cast<int>(Picks::kMax) || !assign_alone(pod, node, ranker, c, chosen.data())) return false;
     out.size = 0;
     for (int k = 0; k < c.cards; ++k) out.push(chosen[static_cast<size_t>(k)]);
     return true;
@@ -228,13 +237,9 @@ bool assign_impl(const PodRequest& pod, const NodeState& node, const CardRanker&
   if (app.size() == 1) {
     // One app container: its best-ranked cards, no search needed.
     const ContainerRequest& c = pod.containers[static_cast<size_t>(app[0])];
-    std::vector<uint8_t> cand(node.cards().size());
-    cand.resize(candidates(pod, node, c, cand.data()));
-    if (static_cast<int>(cand.size()) < c.cards) return false;
-    ranker.rank(pod, c, node, node.use(), cand);
     std::vector<uint8_t>& mine = chosen[static_cast<size_t>(app[0])];
     mine.resize(static_cast<size_t>(c.cards));
-    if (!take(node, cand, c.cards, pod.numa_single, mine.data())) return false;
+    if (!assign_alone(pod, node, ranker, c, mine.data())) return false;
     for (uint8_t p : chosen[static_cast<size_t>(app[0])]) add_share(with_app[p], c, node.cards()[p], +1);
   } else if (!app.empty()) {
     AppSearch search(pod, node, ranker, app);

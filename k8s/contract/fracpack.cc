@@ -76,7 +76,7 @@ FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign)
 Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
   const ContractNames& n = names_;
   const std::string who = "pod " + pod.key();
-  if (Status s = foreign_.check_pod(pod, n.gpu_resources()); !s.ok()) return Error{s.message()};
+  if (Status s = foreign_.check_pod(pod, resources_); !s.ok()) return Error{s.message()};
   PodRequest r;
   if (Status s = pod_facts(pod, r); !s.ok()) return Error{s.message()};
 

@@ -42,7 +42,7 @@ GpushareContract::GpushareContract(GpushareNames names, GpushareOptions options,
 Result<PodRequest> GpushareContract::pod_request(const Pod& pod) const {
   const std::string& res = names_.gpu_memory;
   const std::string who = "pod " + pod.key();
-  if (Status s = foreign_.check_pod(pod, {res}); !s.ok()) return Error{s.message()};
+  if (Status s = foreign_.check_pod(pod, resources_); !s.ok()) return Error{s.message()};
   PodRequest r;
   if (Status s = pod_facts(pod, r); !s.ok()) return Error{s.message()};
   for (const Container& c : pod.init_containers) {

@@ -84,11 +84,11 @@ HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles
 Result<PodRequest> HamiContract::pod_request(const Pod& pod) const {
   const HamiNames& n = names_;
   const std::string who = "pod " + pod.key();
-  if (Status s = foreign_.check_pod(pod, n.gpu_resources()); !s.ok()) return Error{s.message()};
+  if (Status s = foreign_.check_pod(pod, resources_); !s.ok()) return Error{s.message()};
   PodRequest r;
   if (Status s = pod_facts(pod, r); !s.ok()) return Error{s.message()};
   for (const Container& c : pod.init_containers) {
-    for (const std::string& res : n.gpu_resources()) {
+    for (const std::string& res : resources_) {
       if (find(c.limits, res) != nullptr || find(c.requests, res) != nullptr) {
         return Error{who + ": init container " + c.name + " asks for " + res +
                      "; HAMi's device plugin serves spec.containers only (its record has no entry for init containers): "
@@ -371,9 +371,8 @@ RecordedAllocation HamiContract::recorded_allocation(const Pod& pod, const NodeS
     for (auto& e : *entries) {
       if (!e.empty()) nonempty.push_back(std::move(e));
     }
-    const std::vector<std::string> resources = names_.gpu_resources();
     for (const Container& c : pod.containers) {
-      const bool asks = std::any_of(resources.begin(), resources.end(), [&](const std::string& r) {
+      const bool asks = std::any_of(resources_.begin(), resources_.end(), [&](const std::string& r) {
         return find(c.limits, r) != nullptr || find(c.requests, r) != nullptr;
       });
       if (asks) owners.push_back(&c);

@@ -1,12 +1,10 @@
 #include "k8s/contract/kubernetes_rules.h"
 
-#include "scheduling/fit.h"
-
+#include <algorithm>
 #include <set>
 #include <tuple>
 
-#include <algorithm>
-
+#include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 
 namespace fracpack::k8s {

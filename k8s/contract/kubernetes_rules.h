@@ -1,8 +1,10 @@
 // Kubernetes' own rules that every GPU contract applies the same way:
 // extended resources (requests must equal limits, integers), the effective
 // CPU and memory request of a pod (init containers, sidecars, overhead), a
-// node's allocatable CPU and memory, and the small text lists annotations
-// carry.
+// node's allocatable CPU and memory, the share resources the fracpack and
+// HAMi contracts read alike, what a profile's decoders keep (selection_of),
+// and the small text helpers the contracts' codecs share (lists, fields,
+// decimals, quoting, a name's domain).
 #pragma once
 
 #include <charconv>

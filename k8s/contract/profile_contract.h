@@ -24,8 +24,8 @@ class ProfileContract : public Contract {
  public:
   std::string_view name() const override { return profile_; }
   const Selection& selection() const override { return selection_; }
-  std::vector<std::string> pod_resources() const override { return names_.gpu_resources(); }
-  bool requests_gpu(const Pod& pod) const override { return names_any_resource(pod, names_.gpu_resources()); }
+  std::vector<std::string> pod_resources() const override { return resources_; }
+  bool requests_gpu(const Pod& pod) const override { return names_any_resource(pod, resources_); }
 
   const Names& names() const { return names_; }
   const Options& options() const { return options_; }
@@ -36,7 +36,8 @@ class ProfileContract : public Contract {
         names_(std::move(names)),
         options_(std::move(options)),
         foreign_(std::move(foreign)),
-        selection_(names_.selection()) {
+        selection_(names_.selection()),
+        resources_(names_.gpu_resources()) {
     foreign_.extend(selection_);
   }
 
@@ -45,6 +46,8 @@ class ProfileContract : public Contract {
   Options options_;
   ForeignProfiles foreign_;
   Selection selection_;
+  // names_.gpu_resources(), built once: every filter, prioritize and bind asks.
+  std::vector<std::string> resources_;
 };
 
 }  // namespace fracpack::k8s
