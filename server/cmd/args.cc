@@ -71,13 +71,15 @@ std::vector<std::string> split_list(const std::string& text, char sep) {
   return out;
 }
 
+std::optional<int64_t> parse_integer(const std::string& s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 Result<std::vector<int64_t>> parse_seed_list(const std::string& text) {
-  auto num = [](const std::string& s) -> std::optional<int64_t> {
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    return v;
-  };
+  const auto num = parse_integer;
   std::vector<int64_t> out;
   for (const auto& part : split_list(text)) {
     const size_t dash = part.find('-', 1);

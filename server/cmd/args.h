@@ -3,6 +3,7 @@
 // Unknown flags are errors naming the flag.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,6 +36,8 @@ class Args {
 using fracpack::read_file;
 using fracpack::write_file;
 
+// A whole decimal integer ("42", "-3"); nullopt for anything else.
+std::optional<int64_t> parse_integer(const std::string& text);
 // "42-51" or "42,43,50" or "42".
 Result<std::vector<int64_t>> parse_seed_list(const std::string& text);
 // "fgd,bestfit".

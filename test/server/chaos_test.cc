@@ -57,5 +57,27 @@ TEST(Chaos, FaultsDeletionsAndRestartsBreakNoInvariant) {
   EXPECT_GT(r.placed, 500u) << r.summary();
 }
 
+// The same soak in each peer's contract (test/support/soak_profile.h): HAMi
+// (its node lock taken, kubelet admitting each bound pod through HAMi's
+// device plugin double, which releases the lock) and gpushare (memory-only
+// shares, its plugin double marking pods assigned).
+class ChaosProfile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChaosProfile, FaultsDeletionsAndRestartsBreakNoInvariant) {
+  ChaosOptions o = ci_options();
+  o.profile = GetParam();
+  o.disruption_rate = 0.0004;
+  const ChaosReport r = run(o);
+  EXPECT_GE(r.faults.size(), 6u) << r.summary();
+  EXPECT_GT(r.killed_mid_bind, 0u) << r.summary();
+  EXPECT_GT(r.placed, 500u) << r.summary();
+  // kubelet admitted most of them through the peer's plugin (the rest
+  // were deleted first).
+  EXPECT_GT(r.admitted, r.placed / 2) << r.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiles, ChaosProfile, ::testing::Values("hami", "gpushare"),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+
 }  // namespace
 }  // namespace fracpack::testing

@@ -1,23 +1,30 @@
-// The whole path, as in a cluster: the openb default trace converted to a
-// snapshot is loaded into the test API server; fracpack serve syncs from
-// it; the test scheduler driver schedules every pending pod in creation
-// order through filter -> prioritize -> bind over HTTP; the binds go to the
-// API server as Bindings with the allocation annotations. The outcome must
-// be exactly what `fracpack replay snapshot` computes for the same policy
-// and order, and the ledger must equal the annotations.
+// The whole path, as in a cluster, once per profile: the openb default
+// trace converted to a snapshot in the profile's terms (fracpack convert
+// openb --profile) is loaded into the test API server; fracpack serve syncs
+// from it; the test scheduler driver schedules every pending pod in
+// creation order through filter -> prioritize -> bind over HTTP; the binds
+// go to the API server as Bindings with the profile's annotations. The
+// outcome must be exactly what `fracpack replay snapshot --profile` computes
+// for the same policy and order, the ledger must equal the annotations, and
+// no card may be over-committed. For hami and gpushare, kubelet admits each
+// pod right after its bind: the double of the peer's device plugin
+// (test/support/peer_agents.h) must find that pod and get exactly the
+// ledger's cards, and at the end the peer scheduler's own restart count
+// must equal the ledger card by card.
 #include <chrono>
 #include <map>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "k8s/snapshot.h"
 #include "server/cmd/convert_openb.h"
 #include "scheduling/go_rand.h"
 #include "scheduling/replay/experiment.h"
 #include "scheduling/replay/openb.h"
 #include "scheduling/replay/sequence.h"
+#include "test/support/peer_agents.h"
 #include "test/support/server_fixture.h"
 #include "test/support/testlib.h"
 
@@ -26,7 +33,61 @@ namespace {
 
 using json = nlohmann::json;
 
-TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
+// The count of a resource in the pod's first container's limits (0: none).
+int64_t limit_of(const json& pod, const std::string& resource) {
+  const json limits = pod["spec"]["containers"][0].value("resources", json::object()).value("limits", json::object());
+  return limits.contains(resource) ? std::stoll(limits[resource].get<std::string>()) : 0;
+}
+
+// kubelet admitting a just-bound GPU pod on `node`: the peer's device plugin
+// double must find this pod and get the cards the ledger holds for it.
+void peer_allocate(const std::string& profile, Connected& cluster, const json& pod, const std::string& node) {
+  const std::string key = pod["metadata"]["namespace"].get<std::string>() + "/" + pod["metadata"]["name"].get<std::string>();
+  const auto chosen = ledger_uuids(cluster.daemon(), pod["metadata"]["uid"]);
+  if (profile == "hami") {
+    auto served = hami_allocate(*cluster.api, node, {static_cast<int>(limit_of(pod, "nvidia.com/gpu"))});
+    ASSERT_TRUE(served.ok()) << key << ": " << served.message();
+    EXPECT_EQ(served->pod, key);
+    EXPECT_EQ(served->devices, chosen) << key;
+    // The lock released, as fracpack sees it: the next cycle ranks this node as the replay does.
+    ASSERT_TRUE(Cluster::wait_for([&] {
+      const auto held = cluster.daemon().state().held_by({node});  // empty: no node held at all
+      return held.empty() || held[0].empty();
+    })) << node;
+  } else if (profile == "gpushare") {
+    auto served = gpushare_allocate(*cluster.api, node, limit_of(pod, "aliyun.com/gpu-mem"));
+    ASSERT_TRUE(served.ok()) << key << ": " << served.message();
+    EXPECT_EQ(served->pod, key);
+    EXPECT_EQ(std::vector<std::vector<std::string>>{{std::to_string(served->index)}}, chosen) << key;
+  }
+}
+
+// The peer scheduler's count after a restart, from the same annotations,
+// equals the ledger card by card.
+void expect_peer_count_equals_ledger(const std::string& profile, Connected& cluster) {
+  if (profile == "hami") {
+    std::map<std::pair<std::string, std::string>, HamiCardUse> ours;
+    for (const auto& [n, cards] : ledger_cards(cluster.daemon())) {
+      for (const LedgerCard& k : cards) {
+        if (k.sharers > 0) ours[{n, k.uuid}] = HamiCardUse{k.sharers, k.memory_mib, k.cores / 10};
+      }
+    }
+    EXPECT_EQ(ours, hami_scheduler_usage(*cluster.api));
+  } else if (profile == "gpushare") {
+    std::map<std::pair<std::string, int>, int64_t> ours;
+    for (const auto& [n, cards] : ledger_cards(cluster.daemon())) {
+      for (const LedgerCard& k : cards) {
+        if (k.memory_mib > 0) ours[{n, k.index}] = k.memory_mib / 1024;
+      }
+    }
+    EXPECT_EQ(ours, gpushare_extender_usage(*cluster.api));
+  }
+}
+
+class EndToEnd : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
+  const std::string profile = GetParam();
   auto nodes_csv = read_shared("traces/openb/openb_node_list_gpu_node.csv");
   auto pods_csv = read_shared("traces/openb/openb_pod_list_default.csv");
   ASSERT_TRUE(nodes_csv && pods_csv) << "openb trace not found under " << shared_dir();
@@ -36,16 +97,20 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
     eo.go_cooked = std::make_shared<std::vector<int64_t>>(*parse_go_rng_cooked(*go));
   }
   const auto setup = replay::prepare_experiment(*replay::parse_openb_nodes(*nodes_csv), *replay::parse_openb_pods(*pods_csv), eo);
-  const k8s::ContractNames names;
-  auto snapshot = cli::openb_snapshot_json(setup, names, 42);
+  k8s::ContractConfig cc;
+  cc.profile = profile;
+  auto snapshot = cli::openb_snapshot(setup, cc, 42);
   ASSERT_TRUE(snapshot) << snapshot.message();
+  auto made = k8s::make_contract(cc);
+  ASSERT_TRUE(made) << made.message();
+  const k8s::Contract& contract = **made;
 
-  // The replay: what `fracpack replay snapshot --policy fracpack` computes.
-  const k8s::FracpackContract contract(names);
-  auto list = k8s::parse_snapshot(*snapshot, contract);
+  // The replay: what `fracpack replay snapshot --profile P --policy fracpack` computes.
+  auto list = k8s::parse_snapshot(snapshot->json, contract);
   ASSERT_TRUE(list) << list.message();
   const k8s::SnapshotState state = k8s::read_snapshot(*list, contract);
   const k8s::SnapshotState* st = &state;
+  EXPECT_TRUE(st->problems.empty()) << st->problems.front().message;
   ASSERT_TRUE(st->workload);
   scheduling::PolicyOptions po;
   po.workload = std::make_shared<scheduling::ShapeCounts>(*st->workload);
@@ -60,12 +125,13 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
 
   // The cluster: the same objects in the API server.
   config::Config c = test_config();
+  c.contract.profile = profile;
   c.workload.config_map = "fracpack-system/fracpack-target-workload";
   c.cluster.reconcile_interval = std::chrono::seconds(30);
   Connected cluster(c);
   std::map<std::string, std::string> pod_json;  // "ns/name" -> the API server's copy
   std::map<std::string, std::string> node_json;
-  const json doc = json::parse(*snapshot);
+  const json doc = json::parse(snapshot->json);
   for (const auto& item : doc["items"]) {
     const std::string kind = item["kind"];
     if (kind == "Node") node_json[item["metadata"]["name"]] = cluster.api->create("nodes", item.dump());
@@ -98,6 +164,9 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
       Status bound = cluster.driver().bind(p["metadata"]["namespace"], p["metadata"]["name"], p["metadata"]["uid"], cycle.node);
       ASSERT_TRUE(bound.ok()) << want.pod << ": " << bound.message();
       in_tree.assume(pod, cycle.node);
+      if (!want.cards.empty()) {
+        ASSERT_NO_FATAL_FAILURE(peer_allocate(profile, cluster, p, cycle.node));
+      }
     } else {
       ++failed;
     }
@@ -120,38 +189,45 @@ TEST(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger) {
   for (const auto& d : differences) diffs += "\n  " + d;
   EXPECT_EQ(same, expected.placements.size()) << diffs;
   EXPECT_EQ(failed, expected.failed);
-  std::printf("[ figures  ] %zu pods through filter/prioritize/bind in %.1f s (%.0f pods/s), %zu prioritized, %zu unplaceable\n",
-              st->pending.size(), seconds, static_cast<double>(st->pending.size()) / seconds, prioritized, failed);
+  std::printf("[ figures  ] %s profile: %zu pods through filter/prioritize/bind in %.1f s (%.0f pods/s), %zu prioritized, %zu unplaceable\n",
+              profile.c_str(), st->pending.size(), seconds, static_cast<double>(st->pending.size()) / seconds, prioritized, failed);
 
   // The annotations the API server holds equal the replay's cards, and the ledger.
   EXPECT_EQ(Cluster::wait_for([&] { return compare_ledger(*cluster.api, cluster.daemon().state()).empty(); }), true)
       << compare_ledger(*cluster.api, cluster.daemon().state());
   size_t cards_equal = 0, bound = 0;
+  std::map<std::string, k8s::RecordedAllocation> records;  // namespace/name -> what its annotations say
+  for (RecordedPod& r : recorded_pods(*cluster.api, contract)) records[r.pod.key()] = std::move(r.record);
   for (const auto& want : expected.placements) {
     if (want.node.empty()) continue;
     ++bound;
-    const size_t slash = want.pod.find('/');
-    auto stored = cluster.api->get("pods", want.pod.substr(0, slash), want.pod.substr(slash + 1));
-    ASSERT_TRUE(stored);
-    const json p = json::parse(*stored);
-    ASSERT_EQ(p["spec"].value("nodeName", ""), want.node) << want.pod;
-    const json annotations = p["metadata"].value("annotations", json::object());
+    auto it = records.find(want.pod);
+    ASSERT_NE(it, records.end()) << want.pod << " is not bound";
+    const k8s::RecordedAllocation& record = it->second;
     if (want.cards.empty()) {  // no cards (CPU only): no allocation record
-      EXPECT_FALSE(annotations.contains(names.allocation)) << want.pod;
+      EXPECT_EQ(record.kind, k8s::RecordedAllocation::Kind::kNone) << want.pod;
       ++cards_equal;
       continue;
     }
-    ASSERT_TRUE(annotations.contains(names.allocation)) << want.pod;
-    auto a = k8s::parse_allocation(annotations[names.allocation].get<std::string>());
-    ASSERT_TRUE(a) << a.message();
+    ASSERT_EQ(record.kind, k8s::RecordedAllocation::Kind::kAllocation) << want.pod << ": " << record.problem;
+    ASSERT_EQ(record.allocation.node, want.node) << want.pod;
     std::vector<int> cards;
-    for (const auto& ctr : a->containers) {
+    for (const auto& ctr : record.allocation.containers) {
       for (const auto& share : ctr.cards) cards.push_back(share.index);
     }
     if (cards == want.cards) ++cards_equal;
   }
   EXPECT_EQ(cards_equal, bound);
+
+  // No card over-committed, and the peer's own count agrees.
+  const std::string invariants = cluster.daemon().state().read(
+      [](const scheduling::Ledger& l) { return l.check_invariants(/*capacity=*/true).message(); });
+  EXPECT_EQ(invariants, "");
+  expect_peer_count_equals_ledger(profile, cluster);
 }
+
+INSTANTIATE_TEST_SUITE_P(Profiles, EndToEnd, ::testing::Values("fracpack", "hami", "gpushare"),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace
 }  // namespace fracpack::testing

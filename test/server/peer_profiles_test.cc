@@ -14,6 +14,7 @@
 #include "test/support/cluster_harness.h"
 #include "test/support/peer_agents.h"
 #include "test/support/server_fixture.h"
+#include "test/support/soak_profile.h"
 
 namespace fracpack::testing {
 namespace {
@@ -35,49 +36,10 @@ std::string pending_pod(const std::string& name, const json& containers, const j
 }
 
 std::string node(const std::string& name, const json& annotations, const json& extra_resources) {
-  json res = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}};
-  for (auto it = extra_resources.begin(); it != extra_resources.end(); ++it) res[it.key()] = it.value();
-  json meta = {{"name", name}};
-  if (!annotations.empty()) meta["annotations"] = annotations;
-  return json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", meta}, {"status", {{"capacity", res}, {"allocatable", res}}}}.dump();
+  return peer_node_json(name, annotations, extra_resources);
 }
 
 std::string uuid(const std::string& node, int i) { return "GPU-" + node + "-000" + std::to_string(i); }
-
-// What the (running or restarted) fracpack's ledger holds per card.
-struct LedgerCard {
-  std::string uuid;
-  int index = 0;
-  int sharers = 0;
-  int64_t memory_mib = 0;
-  int cores = 0;  // milli
-};
-std::map<std::string, std::vector<LedgerCard>> ledger_cards(server::Daemon& d) {
-  return d.state().read([](const scheduling::Ledger& l) {
-    std::map<std::string, std::vector<LedgerCard>> out;
-    for (const auto& [name, n] : l.nodes()) {
-      for (size_t i = 0; i < n.cards().size(); ++i) {
-        out[name].push_back({n.cards()[i].uuid, n.cards()[i].index, n.use()[i].sharers, n.use()[i].memory_mib, n.use()[i].cores});
-      }
-    }
-    return out;
-  });
-}
-
-// The cards fracpack's ledger holds for a pod, per container, as UUIDs.
-std::vector<std::vector<std::string>> ledger_uuids(server::Daemon& d, const std::string& uid) {
-  return d.state().read([&](const scheduling::Ledger& l) {
-    std::vector<std::vector<std::string>> out;
-    const scheduling::PodRecord* p = l.pod(uid);
-    if (p == nullptr) return out;
-    for (const auto& c : p->allocation.containers) {
-      std::vector<std::string> u;
-      for (const auto& s : c.cards) u.push_back(s.uuid.empty() ? std::to_string(s.index) : s.uuid);
-      out.push_back(u);
-    }
-    return out;
-  });
-}
 
 // Creates `pod` on the API server, waits until fracpack has seen it, runs
 // kube-scheduler's cycle over `nodes` and binds it: the node it went to.

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <thread>
 
-#include "k8s/contract/fracpack.h"
 #include "k8s/objects.h"
 #include "scheduling/fit.h"
 #include "test/support/server_fixture.h"
+#include "test/support/soak_profile.h"
 
 namespace fracpack::testing {
 namespace {
@@ -30,12 +30,12 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 class Chaos {
  public:
-  explicit Chaos(const ChaosOptions& o) : o_(o), rng_(o.seed) {}
+  explicit Chaos(const ChaosOptions& o) : o_(o), rng_(o.seed), profile_(SoakProfile::make(o.profile)) {}
 
   ChaosReport run() {
     const auto start = std::chrono::steady_clock::now();
-    candidates_ = create_gpu_nodes(api_, o_.nodes, o_.cards, kCardMiB);
-    config_ = process_config(dir_, api_.url(), port_, o_.assume_ttl, o_.reconcile_interval);
+    candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards, kCardMiB);
+    config_ = process_config(dir_, api_.url(), port_, o_.assume_ttl, o_.reconcile_interval, "", profile_->config_keys());
     start_fracpack();
     std::uniform_real_distribution<double> unit(0, 1);
     for (r_.operations = 0; r_.operations < o_.operations; ++r_.operations) {
@@ -141,7 +141,7 @@ class Chaos {
   }
 
   void create_pod() {
-    pending_.push_back(create_random_gpu_pod(api_, next_, rng_));
+    pending_.push_back(profile_->create_random_pod(api_, next_, rng_));
     ++r_.created;
   }
 
@@ -175,6 +175,7 @@ class Chaos {
       Status s = driver_->bind("default", name, "u-" + name, c.node);
       if (s.ok()) {
         ++r_.placed;
+        r_.admitted += profile_->admit(api_, c.node);  // kubelet starts it
       } else {
         ++r_.bind_failures;
       }
@@ -245,16 +246,18 @@ class Chaos {
   // "Bound once": a pod's node and record never change. Per card, the
   // records of the bound, live pods fit the card.
   void check_annotations() {
-    const k8s::ContractNames names;
     for (const auto& text : api_.list("pods")) {
-      auto pod = k8s::parse_pod(text, names.selection());
-      if (!pod || pod->node_name.empty() || pod->terminal()) continue;
-      const std::string* rec = pod->meta.annotation(names.allocation);
-      const auto now = std::make_pair(pod->node_name, rec ? *rec : std::string());
-      auto [it, inserted] = bound_.emplace(pod->meta.uid, now);
-      if (!inserted && it->second != now) violation("pod " + pod->key() + " bound twice or its record changed");
+      const json p = json::parse(text);
+      const std::string node = p["spec"].value("nodeName", ""), phase = p["status"].value("phase", "");
+      if (node.empty() || phase == "Succeeded" || phase == "Failed") continue;
+      const auto now = std::make_pair(node, profile_->fixed_record(p));
+      auto [it, inserted] = bound_.emplace(p["metadata"]["uid"].get<std::string>(), now);
+      if (!inserted && it->second != now) {
+        violation("pod " + p["metadata"]["name"].get<std::string>() + " bound twice or its record changed: " + it->second.first + " " +
+                  it->second.second + " -> " + now.first + " " + now.second);
+      }
     }
-    const AnnotatedUse use = annotated_use(api_);
+    const AnnotatedUse use = annotated_use(api_, profile_->contract());
     for (const auto& key : use.unrecorded) violation("bound GPU pod " + key + " without an allocation record");
     for (const auto& key : use.bad_records) violation("allocation record of " + key + " malformed or naming another node");
     for (const auto& [card, u] : use.cards) {
@@ -370,6 +373,9 @@ class Chaos {
 
   void check(bool final) {
     ++r_.checks;
+    // kubelet admits what was bound while the driver did not hear of it (a
+    // lost answer, a bind in flight at a kill).
+    for (const CandidateNode& n : candidates_) r_.admitted += profile_->admit(api_, n.name);
     if (!process_->running()) {
       violation("fracpack ended by itself (exit " + std::to_string(process_->exit_code()) + "):\n" + tail(process_->log()));
       start_fracpack();
@@ -390,12 +396,11 @@ class Chaos {
       }
     }
     std::map<std::string, std::string> from_api;  // uid -> node
-    const k8s::ContractNames names;
     for (const auto& text : api_.list("pods")) {
-      auto pod = k8s::parse_pod(text, names.selection());
+      auto pod = k8s::parse_pod(text, profile_->contract().selection());
       if (pod && !pod->node_name.empty() && !pod->terminal()) from_api[pod->meta.uid] = pod->node_name;
     }
-    const AnnotatedUse use = annotated_use(api_);
+    const AnnotatedUse use = annotated_use(api_, profile_->contract());
     if (from_ledger != from_api) {
       violation("at the end the ledger holds " + std::to_string(from_ledger.size()) + " pods, the API server " +
                 std::to_string(from_api.size()) + " bound pods, not the same");
@@ -434,6 +439,7 @@ class Chaos {
 
   ChaosOptions o_;
   std::mt19937_64 rng_;
+  std::unique_ptr<SoakProfile> profile_;
   FakeApiServer api_;
   TempDir dir_;
   uint16_t port_ = free_loopback_port();
@@ -468,7 +474,7 @@ std::string ChaosReport::summary() const {
     s << (first ? "" : ", ") << k << " " << v;
     first = false;
   }
-  s << "), " << restarts << " restarts (SIGKILL; " << killed_mid_bind << " with a bind in flight; ready again within " << max_ready_seconds
+  s << "), " << admitted << " pods admitted by the node agent's double, " << restarts << " restarts (SIGKILL; " << killed_mid_bind << " with a bind in flight; ready again within " << max_ready_seconds
     << " s at most), fracpack's informers applied " << watch_events << " watch events and " << lists << " lists, " << checks
     << " invariant checks, " << violations << " violations";
   return s.str();

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@
 namespace fracpack::testing {
 
 struct ChaosOptions : SoakOptions {
+  // The contract the cluster speaks (test/support/soak_profile.h): its
+  // nodes, pods and records; kubelet admits bound pods through the peer's
+  // device plugin double.
+  std::string profile = "fracpack";
   uint64_t restart_every = 700;   // operations between kills of fracpack (0: never)
   // Share of operations that inject a fault the informers ride through
   // (binding 409 / 500 / answer lost, GET 500, slow answers, late watch
@@ -48,6 +53,7 @@ struct ChaosReport {
   uint64_t operations = 0;
   uint64_t created = 0, deleted = 0, cycles = 0, placed = 0, unschedulable = 0, bind_failures = 0, cycle_errors = 0;
   uint64_t restarts = 0, killed_mid_bind = 0, checks = 0;
+  uint64_t admitted = 0;  // bound pods the peer's device plugin double served (hami, gpushare)
   std::map<std::string, uint64_t> faults;  // by kind
   // What fracpack's informers met, summed over its processes (from /metrics,
   // read before each kill and at the end): how much of the run reached it

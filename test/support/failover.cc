@@ -13,6 +13,7 @@
 
 #include "scheduling/model.h"
 #include "test/support/server_fixture.h"
+#include "test/support/soak_profile.h"
 
 namespace fracpack::testing {
 namespace {
@@ -58,7 +59,7 @@ class Failover {
 
   FailoverReport run() {
     const auto start = std::chrono::steady_clock::now();
-    candidates_ = create_gpu_nodes(api_, o_.nodes, o_.cards, kCardMiB);
+    candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards, kCardMiB);
     for (auto& r : replicas_) {
       // (The key is left out at its default: an older fracpack, run for a
       // before/after comparison, does not know it.)
@@ -113,7 +114,7 @@ class Failover {
   }
 
   void create_pod() {
-    pending_.push_back(create_random_gpu_pod(api_, next_, rng_));
+    pending_.push_back(profile_->create_random_pod(api_, next_, rng_));
     ++r_.created;
   }
 
@@ -260,6 +261,7 @@ class Failover {
   TempDir dir_;
   Replica replicas_[2];
   size_t active_ = 0;
+  const std::unique_ptr<SoakProfile> profile_ = SoakProfile::make("fracpack");
   std::vector<CandidateNode> candidates_;
   std::vector<std::string> pending_;
   std::deque<InFlight> inflight_;

@@ -392,6 +392,18 @@ std::vector<std::string> FakeApiServer::list(const std::string& kind) const {
   return out;
 }
 
+std::vector<std::string> FakeApiServer::pods_on(const std::string& node) const {
+  std::lock_guard lock(impl_->store.mu);
+  std::vector<std::string> out;
+  auto on = impl_->store.pods_by_node.find(node);
+  if (on == impl_->store.pods_by_node.end()) return out;
+  const auto& pods = impl_->store.objects["pods"];
+  for (const std::string& k : on->second) {
+    if (auto it = pods.find(k); it != pods.end()) out.push_back(*it->second.json);
+  }
+  return out;
+}
+
 namespace {
 
 // An object recorded without parsing (benchmarks), at the next resourceVersion.

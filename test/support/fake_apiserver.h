@@ -95,6 +95,9 @@ class FakeApiServer {
   bool remove(const std::string& kind, const std::string& ns, const std::string& name);
   std::optional<std::string> get(const std::string& kind, const std::string& ns, const std::string& name) const;
   std::vector<std::string> list(const std::string& kind) const;
+  // The pods bound to `node` (a spec.nodeName=<node> field selector, as
+  // kubelet's and the device plugins' lists ask for).
+  std::vector<std::string> pods_on(const std::string& node) const;
   // Bulk load for benchmarks: no parsing, the text is stored as given (it
   // should carry its own resourceVersion); returns the new resource version.
   uint64_t load_raw(const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid,

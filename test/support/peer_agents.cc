@@ -117,7 +117,7 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
     }
   }
   if (pod.is_null()) {
-    for (const std::string& text : api.list("pods")) {
+    for (const std::string& text : api.pods_on(node)) {  // pods listed with spec.nodeName=<node>
       json p = json::parse(text);
       if (node_of(p) == node && phase_of(p) == "Pending" && has_annotation(p, "hami.io/bind-time") &&
           annotation(p, "hami.io/bind-phase") == "allocating" && annotation(p, "hami.io/vgpu-node") == node) {
@@ -194,7 +194,7 @@ int64_t gpushare_total(const json& pod) {
 
 Result<GpushareAllocation> gpushare_allocate(FakeApiServer& api, const std::string& node, int64_t units) {
   std::vector<json> candidates;
-  for (const std::string& text : api.list("pods")) {
+  for (const std::string& text : api.pods_on(node)) {  // pods listed with spec.nodeName=<node>
     json p = json::parse(text);
     if (node_of(p) != node || phase_of(p) != "Pending") continue;
     if (gpushare_total(p) <= 0 || !has_annotation(p, "ALIYUN_COM_GPU_MEM_ASSUME_TIME") ||

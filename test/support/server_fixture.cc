@@ -89,23 +89,6 @@ std::string cpu_pod(const std::string& name, const std::string& uid) {
       .dump();
 }
 
-std::string create_random_gpu_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng) {
-  const std::string name = "p" + std::to_string(serial++);
-  int cores = 0, cards = 1;
-  int64_t memory = 0;
-  switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
-    case 0: cards = 1; break;                             // a whole card
-    case 1: cards = 2; cores = 50; memory = 8192; break;  // 2 x half
-    case 2: cores = 100; break;                           // exclusive compute
-    case 3: cores = 25; memory = 4096; break;
-    case 4: cores = 10; memory = 1024; break;
-    case 5: cores = 75; memory = 12288; break;
-    default: cores = 50; memory = 8192; break;
-  }
-  api.create("pods", gpu_pod(name, "u-" + name, cores, memory, cards));
-  return name;
-}
-
 std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64& rng) {
   std::vector<json> bound, pending;
   for (const auto& text : api.list("pods")) {
@@ -119,15 +102,6 @@ std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64&
   const std::string ns = p["metadata"]["namespace"], name = p["metadata"]["name"];
   api.remove("pods", ns, name);
   return DeletedPod{ns + "/" + name, pick_bound};
-}
-
-std::vector<CandidateNode> create_gpu_nodes(FakeApiServer& api, int count, int cards, int64_t memory_mib) {
-  std::vector<CandidateNode> out;
-  for (int n = 0; n < count; ++n) {
-    out.push_back({"node-" + std::to_string(n), ""});
-    api.create("nodes", node_object(out.back().name, cards, memory_mib));
-  }
-  return out;
 }
 
 config::Config test_config() {
@@ -167,6 +141,32 @@ Standalone::~Standalone() { daemon_->drain(std::chrono::milliseconds(1000)); }
 std::string Standalone::url() const {
   return std::string(daemon_->options().config.tls.cert_file.empty() ? "http" : "https") + "://127.0.0.1:" +
          std::to_string(daemon_->port());
+}
+
+std::map<std::string, std::vector<LedgerCard>> ledger_cards(server::Daemon& d) {
+  return d.state().read([](const scheduling::Ledger& l) {
+    std::map<std::string, std::vector<LedgerCard>> out;
+    for (const auto& [name, n] : l.nodes()) {
+      for (size_t i = 0; i < n.cards().size(); ++i) {
+        out[name].push_back({n.cards()[i].uuid, n.cards()[i].index, n.use()[i].sharers, n.use()[i].memory_mib, n.use()[i].cores});
+      }
+    }
+    return out;
+  });
+}
+
+std::vector<std::vector<std::string>> ledger_uuids(server::Daemon& d, const std::string& uid) {
+  return d.state().read([&](const scheduling::Ledger& l) {
+    std::vector<std::vector<std::string>> out;
+    const scheduling::PodRecord* p = l.pod(uid);
+    if (p == nullptr) return out;
+    for (const auto& c : p->allocation.containers) {
+      std::vector<std::string> u;
+      for (const auto& s : c.cards) u.push_back(s.uuid.empty() ? std::to_string(s.index) : s.uuid);
+      out.push_back(u);
+    }
+    return out;
+  });
 }
 
 Connected::Connected(config::Config c) : api(std::make_unique<FakeApiServer>()), config(std::move(c)) {}
@@ -337,7 +337,8 @@ static std::string indented(const std::string& lines) {
 }
 
 std::string process_config(const TempDir& dir, const std::string& api_url, uint16_t port, std::chrono::milliseconds assume_ttl,
-                           std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys) {
+                           std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys,
+                           const std::string& top_keys) {
   dir.write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" + api_url +
                               "\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
                               "current-context: x\n");
@@ -345,7 +346,7 @@ std::string process_config(const TempDir& dir, const std::string& api_url, uint1
                    "listen: \"127.0.0.1:" + std::to_string(port) + "\"\n" + "cluster:\n  kubeconfig: \"" + dir.path() +
                        "/kubeconfig\"\n  assumeTtl: \"" + millis(assume_ttl) + "\"\n  reconcileInterval: \"" +
                        millis(reconcile_interval) + "\"\n  requestTimeout: \"2s\"\n" + indented(cluster_keys) +
-                       "workload:\n  configMap: \"\"\nlog:\n  level: info\n");
+                       "workload:\n  configMap: \"\"\nlog:\n  level: info\n" + top_keys);
 }
 
 FracpackProcess::FracpackProcess(std::vector<std::string> args) {

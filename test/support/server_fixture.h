@@ -34,10 +34,6 @@ class TempDir {
 // cores and memory: a bare whole-card request).
 std::string gpu_pod(const std::string& name, const std::string& uid, int cores, int64_t memory_mib = 0, int cards = 1,
                     std::map<std::string, std::string> annotations = {}, int priority = 0, const std::string& node = "");
-// Creates one of the soaks' GPU pods, "p<serial>" (serial counts up): one
-// of seven shapes (a whole card, two half cards, exclusive compute, and
-// shares of 10 % to 75 % with memory), drawn from `rng`. Returns its name.
-std::string create_random_gpu_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng);
 // Deletes a pod at random: a bound one three times in four (jobs end), else
 // a pending one (jobs cancelled). Its namespace/name and whether it was
 // bound; nothing when there is no pod.
@@ -46,9 +42,6 @@ struct DeletedPod {
   bool was_bound = false;
 };
 std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64& rng);
-// `count` nodes node-0, node-1, ... with `cards` cards of `memory_mib` each,
-// created on the API server; their names as kube-scheduler's candidates.
-std::vector<CandidateNode> create_gpu_nodes(FakeApiServer& api, int count, int cards, int64_t memory_mib);
 
 // A pod with CPU only.
 std::string cpu_pod(const std::string& name, const std::string& uid);
@@ -87,6 +80,19 @@ struct Connected {
   std::unique_ptr<server::Daemon> daemon_;
   std::unique_ptr<SchedulerDriver> driver_;
 };
+
+// What the (running or restarted) daemon's ledger holds per card, by node.
+struct LedgerCard {
+  std::string uuid;
+  int index = 0;
+  int sharers = 0;
+  int64_t memory_mib = 0;
+  int cores = 0;  // milli
+};
+std::map<std::string, std::vector<LedgerCard>> ledger_cards(server::Daemon& d);
+// The cards the daemon's ledger holds for a pod, per container, as UUIDs
+// (the index where a card has none).
+std::vector<std::vector<std::string>> ledger_uuids(server::Daemon& d, const std::string& uid);
 
 // The fracpack binary as a child process, its stderr (the log) in a file.
 // Stopped with SIGTERM at destruction if still running.
@@ -142,8 +148,10 @@ uint16_t free_loopback_port();
 double metric_sum(const std::string& url, const std::string& prefix);
 // fracpack serve's YAML configuration for a process against the test API
 // server at `api_url` (a kubeconfig written beside it in `dir`), with
-// `cluster_keys` added to its cluster section ("bindTimeout: 1s\n").
+// `cluster_keys` added to its cluster section ("bindTimeout: 1s\n") and
+// `top_keys` at the top level ("contract:\n  profile: hami\n").
 std::string process_config(const TempDir& dir, const std::string& api_url, uint16_t port, std::chrono::milliseconds assume_ttl,
-                           std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys = "");
+                           std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys = "",
+                           const std::string& top_keys = "");
 
 }  // namespace fracpack::testing
