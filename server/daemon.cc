@@ -227,6 +227,7 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   evaluator_ = std::make_unique<scheduling::Evaluator>(*policy_, fo);
   ExtenderOptions eo;
   eo.bind_timeout = options_.config.cluster.bind_timeout;
+  eo.one_bind_per_node = options_.config.contract.profile == "hami" && options_.config.contract.hami_node_lock && client_.has_value();
   verbs_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, eo);
   StatusOptions so;
   so.version = options_.version;

@@ -185,6 +185,16 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   for (size_t i = 0; i < held.size(); ++i) {
     if (!held[i].empty() && held[i] != pod.key()) out[i].score = 0;
   }
+  // So is a node this replica is binding a pod to: its lock may not be
+  // visible yet, and the bind holds it until that pod's Allocate.
+  if (options_.one_bind_per_node) {
+    std::lock_guard lock(binding_mu_);
+    if (!binding_to_.empty()) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (binding_to_.contains(std::string(names[i]))) out[i].score = 0;
+      }
+    }
+  }
   return json_response(200, k8s::format_host_priorities(out));
 }
 
@@ -226,8 +236,17 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
     };
   }
   job.pod = std::move(*pod);
-  binder_.bind(std::move(job), [this, reply, who, reserved = placement.reserved, reason = placement.reason](
+  const bool counted = placement.gpu && options_.one_bind_per_node;
+  if (counted) {
+    std::lock_guard lock(binding_mu_);
+    ++binding_to_[args->node];
+  }
+  binder_.bind(std::move(job), [this, reply, who, counted, reserved = placement.reserved, reason = placement.reason](
                                    Binder::Outcome o, const k8s::BindTarget& written) {
+    if (counted) {
+      std::lock_guard lock(binding_mu_);
+      if (auto it = binding_to_.find(written.node); it != binding_to_.end() && --it->second == 0) binding_to_.erase(it);
+    }
     finish_bind(std::move(o), written, who, reserved, reason, reply);
   });
 }

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <chrono>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "k8s/cluster_state.h"
 #include "scheduling/evaluator.h"
@@ -30,6 +32,12 @@ struct ExtenderOptions {
   size_t recent_pods = 4096;  // pods remembered from filter requests, for a bind the informer has not seen yet
   // A bind not posted within this of its arrival is refused (cluster.bindTimeout).
   std::chrono::milliseconds bind_timeout{4000};
+  // The node agent serves one bind per node at a time (HAMi's node lock):
+  // prioritize ranks a node last while a GPU bind to it is in flight here,
+  // as well as while another pod's lock is on it. Without this, the cycles
+  // kube-scheduler runs before a lock is visible all pick the same node and
+  // queue behind it.
+  bool one_bind_per_node = false;
 };
 
 class ExtenderService {
@@ -69,6 +77,9 @@ class ExtenderService {
   ExtenderOptions options_;
   RecentPods recent_;
   NodeNameCache names_;
+  // With one_bind_per_node: GPU binds in flight per node.
+  std::mutex binding_mu_;
+  std::unordered_map<std::string, int> binding_to_;
 };
 
 }  // namespace fracpack::server

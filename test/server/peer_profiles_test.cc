@@ -230,6 +230,46 @@ TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
   EXPECT_EQ((*scores)["x"], (*scores)["y"]);
 }
 
+// A node this replica is binding a pod to ranks last before its lock is
+// visible: the cycles kube-scheduler runs while a bind is in flight (its
+// binds are asynchronous) go to other nodes instead of queueing behind it.
+TEST(HamiProfile, ANodeWithABindInFlightIsRankedLastBeforeItsLockIsSeen) {
+  config::Config cfg = test_config();
+  cfg.contract.profile = "hami";
+  Connected c(cfg);
+  for (const char* n : {"x", "y", "z"}) {
+    json devices = json::array({{{"id", std::string("GPU-") + n}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
+    c.api->create("nodes", node(n, {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
+  }
+  c.start();
+  const auto share = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+  for (const char* name : {"a", "p"}) c.api->create("pods", pending_pod(name, share));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p").has_value(); }));
+  const std::vector<CandidateNode> nodes = {{"x", ""}, {"y", ""}, {"z", ""}};
+  auto before = c.driver().prioritize(0, pending_pod("p", share), nodes);
+  ASSERT_TRUE(before.ok()) << before.message();
+  ASSERT_EQ((*before)["x"], (*before)["y"]) << "three empty nodes score alike";
+
+  // The API server answers slowly: a's bind to x (its lock patch, then the Binding) is in flight.
+  c.api->faults().slow_ms = 600;
+  auto a = std::async(std::launch::async, [&] { return c.driver().bind("default", "a", "u-a", "x"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_TRUE(c.daemon().state().held_by({"x"}).empty()) << "the lock is not visible yet";
+  auto during = c.driver().prioritize(0, pending_pod("p", share), nodes);
+  ASSERT_TRUE(during.ok()) << during.message();
+  EXPECT_EQ((*during)["x"], 0) << "a's bind to x is in flight";
+  EXPECT_GT((*during)["y"], 0);
+  ASSERT_TRUE(a.get().ok());
+  c.api->faults().slow_ms = 0;
+
+  // Bound and allocated: x ranks with the others again.
+  ASSERT_TRUE(hami_allocate(*c.api, "x", {1}).ok());
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().held_by({"x"}).empty(); }));
+  auto after = c.driver().prioritize(0, pending_pod("p", share), nodes);
+  ASSERT_TRUE(after.ok()) << after.message();
+  EXPECT_GT((*after)["x"], 0);
+}
+
 TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheSame) {
   config::Config cfg = test_config();
   cfg.contract.profile = "gpushare";
