@@ -45,6 +45,13 @@ void peer_allocate(const std::string& profile, Connected& cluster, const json& p
   const std::string key = pod["metadata"]["namespace"].get<std::string>() + "/" + pod["metadata"]["name"].get<std::string>();
   const auto chosen = ledger_uuids(cluster.daemon(), pod["metadata"]["uid"]);
   if (profile == "hami") {
+    // fracpack has seen this bind's lock (the node watch is ordered): once
+    // it then sees no lock, it has seen the release, not a stale view from
+    // before the lock was taken.
+    ASSERT_TRUE(Cluster::wait_for([&] {
+      const auto held = cluster.daemon().state().held_by({node});
+      return !held.empty() && held[0] == key;
+    })) << node << " never shown locked by " << key;
     auto served = hami_allocate(*cluster.api, node, {static_cast<int>(limit_of(pod, "nvidia.com/gpu"))});
     ASSERT_TRUE(served.ok()) << key << ": " << served.message();
     EXPECT_EQ(served->pod, key);
