@@ -191,7 +191,7 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
     std::lock_guard lock(binding_mu_);
     if (!binding_to_.empty()) {
       for (size_t i = 0; i < names.size(); ++i) {
-        if (binding_to_.contains(std::string(names[i]))) out[i].score = 0;
+        if (binding_to_.find(names[i]) != binding_to_.end()) out[i].score = 0;
       }
     }
   }

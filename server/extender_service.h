@@ -14,9 +14,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "k8s/cluster_state.h"
 #include "scheduling/evaluator.h"
@@ -79,7 +80,7 @@ class ExtenderService {
   NodeNameCache names_;
   // With one_bind_per_node: GPU binds in flight per node.
   std::mutex binding_mu_;
-  std::unordered_map<std::string, int> binding_to_;
+  std::map<std::string, int, std::less<>> binding_to_;  // looked up by string_view
 };
 
 }  // namespace fracpack::server

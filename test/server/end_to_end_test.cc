@@ -26,18 +26,13 @@
 #include "scheduling/replay/sequence.h"
 #include "test/support/peer_agents.h"
 #include "test/support/server_fixture.h"
+#include "test/support/soak_profile.h"
 #include "test/support/testlib.h"
 
 namespace fracpack::testing {
 namespace {
 
 using json = nlohmann::json;
-
-// The count of a resource in the pod's first container's limits (0: none).
-int64_t limit_of(const json& pod, const std::string& resource) {
-  const json limits = pod["spec"]["containers"][0].value("resources", json::object()).value("limits", json::object());
-  return limits.contains(resource) ? std::stoll(limits[resource].get<std::string>()) : 0;
-}
 
 // kubelet admitting a just-bound GPU pod on `node`: the peer's device plugin
 // double must find this pod and get the cards the ledger holds for it.
@@ -52,7 +47,7 @@ void peer_allocate(const std::string& profile, Connected& cluster, const json& p
       const auto held = cluster.daemon().state().held_by({node});
       return !held.empty() && held[0] == key;
     })) << node << " never shown locked by " << key;
-    auto served = hami_allocate(*cluster.api, node, {static_cast<int>(limit_of(pod, "nvidia.com/gpu"))});
+    auto served = hami_allocate(*cluster.api, node, {static_cast<int>(first_container_limit(pod, "nvidia.com/gpu"))});
     ASSERT_TRUE(served.ok()) << key << ": " << served.message();
     EXPECT_EQ(served->pod, key);
     EXPECT_EQ(served->devices, chosen) << key;
@@ -62,7 +57,7 @@ void peer_allocate(const std::string& profile, Connected& cluster, const json& p
       return held.empty() || held[0].empty();
     })) << node;
   } else if (profile == "gpushare") {
-    auto served = gpushare_allocate(*cluster.api, node, limit_of(pod, "aliyun.com/gpu-mem"));
+    auto served = gpushare_allocate(*cluster.api, node, first_container_limit(pod, "aliyun.com/gpu-mem"));
     ASSERT_TRUE(served.ok()) << key << ": " << served.message();
     EXPECT_EQ(served->pod, key);
     EXPECT_EQ(std::vector<std::vector<std::string>>{{std::to_string(served->index)}}, chosen) << key;
@@ -73,21 +68,9 @@ void peer_allocate(const std::string& profile, Connected& cluster, const json& p
 // equals the ledger card by card.
 void expect_peer_count_equals_ledger(const std::string& profile, Connected& cluster) {
   if (profile == "hami") {
-    std::map<std::pair<std::string, std::string>, HamiCardUse> ours;
-    for (const auto& [n, cards] : ledger_cards(cluster.daemon())) {
-      for (const LedgerCard& k : cards) {
-        if (k.sharers > 0) ours[{n, k.uuid}] = HamiCardUse{k.sharers, k.memory_mib, k.cores / 10};
-      }
-    }
-    EXPECT_EQ(ours, hami_scheduler_usage(*cluster.api));
+    EXPECT_EQ(ledger_as_hami_usage(cluster.daemon()), hami_scheduler_usage(*cluster.api));
   } else if (profile == "gpushare") {
-    std::map<std::pair<std::string, int>, int64_t> ours;
-    for (const auto& [n, cards] : ledger_cards(cluster.daemon())) {
-      for (const LedgerCard& k : cards) {
-        if (k.memory_mib > 0) ours[{n, k.index}] = k.memory_mib / 1024;
-      }
-    }
-    EXPECT_EQ(ours, gpushare_extender_usage(*cluster.api));
+    EXPECT_EQ(ledger_as_gpushare_usage(cluster.daemon()), gpushare_extender_usage(*cluster.api));
   }
 }
 

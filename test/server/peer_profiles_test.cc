@@ -135,13 +135,7 @@ TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
   // After a restart, fracpack's ledger equals HAMi's scheduler's count.
   restart(c);
   const auto hami = hami_scheduler_usage(*c.api);
-  std::map<std::pair<std::string, std::string>, HamiCardUse> ours;
-  for (const auto& [n, cards] : ledger_cards(c.daemon())) {
-    for (const LedgerCard& k : cards) {
-      if (k.sharers > 0) ours[{n, k.uuid}] = HamiCardUse{k.sharers, k.memory_mib, k.cores / 10};
-    }
-  }
-  EXPECT_EQ(ours, hami);
+  EXPECT_EQ(ledger_as_hami_usage(c.daemon()), hami);
   int shares = 0;
   for (const auto& [card, use] : hami) shares += use.shares;
   EXPECT_EQ(shares, 8) << "the mix holds eight shares";
@@ -198,18 +192,33 @@ TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
   EXPECT_EQ(compare_ledger(*c.api, c.daemon().state()), "") << "c's refused bind released its reservation";
 }
 
-// A node whose lock another pod holds (bound, not yet allocated) is ranked
-// last, so a burst spreads instead of queueing behind one node's lock.
-TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
+// The hami profile, all else as in tests.
+config::Config hami_config() {
   config::Config cfg = test_config();
   cfg.contract.profile = "hami";
-  Connected c(cfg);
+  return cfg;
+}
+
+// Nodes x, y and z, one A10 each (split count 10), and the daemon started.
+void create_three_one_card_nodes(Connected& c) {
   for (const char* n : {"x", "y", "z"}) {
     json devices = json::array({{{"id", std::string("GPU-") + n}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
     c.api->create("nodes", node(n, {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
   }
   c.start();
-  const auto share = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+}
+
+// One container asking for a tenth of a card and 1000 MiB.
+json small_share() {
+  return json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+}
+
+// A node whose lock another pod holds (bound, not yet allocated) is ranked
+// last, so a burst spreads instead of queueing behind one node's lock.
+TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
+  Connected c(hami_config());
+  create_three_one_card_nodes(c);
+  const json share = small_share();
   for (const char* name : {"a", "b", "p"}) c.api->create("pods", pending_pod(name, share));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p").has_value(); }));
   ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "y").ok());
@@ -234,15 +243,9 @@ TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
 // visible: the cycles kube-scheduler runs while a bind is in flight (its
 // binds are asynchronous) go to other nodes instead of queueing behind it.
 TEST(HamiProfile, ANodeWithABindInFlightIsRankedLastBeforeItsLockIsSeen) {
-  config::Config cfg = test_config();
-  cfg.contract.profile = "hami";
-  Connected c(cfg);
-  for (const char* n : {"x", "y", "z"}) {
-    json devices = json::array({{{"id", std::string("GPU-") + n}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
-    c.api->create("nodes", node(n, {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
-  }
-  c.start();
-  const auto share = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
+  Connected c(hami_config());
+  create_three_one_card_nodes(c);
+  const json share = small_share();
   for (const char* name : {"a", "p"}) c.api->create("pods", pending_pod(name, share));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p").has_value(); }));
   const std::vector<CandidateNode> nodes = {{"x", ""}, {"y", ""}, {"z", ""}};
@@ -300,13 +303,7 @@ TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheS
   }
   restart(c);
   const auto extender = gpushare_extender_usage(*c.api);
-  std::map<std::pair<std::string, int>, int64_t> ours;
-  for (const auto& [n, cards] : ledger_cards(c.daemon())) {
-    for (const LedgerCard& k : cards) {
-      if (k.memory_mib > 0) ours[{n, k.index}] = k.memory_mib / 1024;
-    }
-  }
-  EXPECT_EQ(ours, extender);
+  EXPECT_EQ(ledger_as_gpushare_usage(c.daemon()), extender);
   int64_t used = 0;
   for (const auto& [k, v] : extender) used += v;
   EXPECT_EQ(used, 48);

@@ -30,11 +30,11 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 class Chaos {
  public:
-  explicit Chaos(const ChaosOptions& o) : o_(o), rng_(o.seed), profile_(SoakProfile::make(o.profile)) {}
+  explicit Chaos(const ChaosOptions& o) : o_(o), rng_(o.seed), profile_(SoakProfile::make(o.profile, kCardMiB)) {}
 
   ChaosReport run() {
     const auto start = std::chrono::steady_clock::now();
-    candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards, kCardMiB);
+    candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards);
     config_ = process_config(dir_, api_.url(), port_, o_.assume_ttl, o_.reconcile_interval, "", profile_->config_keys());
     start_fracpack();
     std::uniform_real_distribution<double> unit(0, 1);

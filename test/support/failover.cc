@@ -59,7 +59,7 @@ class Failover {
 
   FailoverReport run() {
     const auto start = std::chrono::steady_clock::now();
-    candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards, kCardMiB);
+    candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards);
     for (auto& r : replicas_) {
       // (The key is left out at its default: an older fracpack, run for a
       // before/after comparison, does not know it.)
@@ -261,7 +261,7 @@ class Failover {
   TempDir dir_;
   Replica replicas_[2];
   size_t active_ = 0;
-  const std::unique_ptr<SoakProfile> profile_ = SoakProfile::make("fracpack");
+  const std::unique_ptr<SoakProfile> profile_ = SoakProfile::make("fracpack", kCardMiB);
   std::vector<CandidateNode> candidates_;
   std::vector<std::string> pending_;
   std::deque<InFlight> inflight_;

@@ -1,5 +1,6 @@
 #include "test/support/soak_profile.h"
 
+#include <functional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -18,9 +19,16 @@ std::string annotation(const json& pod, const std::string& key) {
   return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : std::string();
 }
 
-int64_t limit(const json& pod, const std::string& resource) {
-  const json limits = pod["spec"]["containers"][0].value("resources", json::object()).value("limits", json::object());
-  return limits.contains(resource) ? std::stoll(limits[resource].get<std::string>()) : 0;
+// kubelet's Allocate for each pod bound to `node` whose annotation `key`
+// says the node agent has not served it yet; how many were served.
+size_t admit_waiting(FakeApiServer& api, const std::string& node, const std::string& key, const std::string& waiting,
+                     const std::function<bool(const json& pod)>& allocate) {
+  size_t served = 0;
+  for (const std::string& text : api.pods_on(node)) {
+    const json p = json::parse(text);
+    if (annotation(p, key) == waiting && allocate(p)) ++served;
+  }
+  return served;
 }
 
 std::shared_ptr<const k8s::Contract> contract_of(const std::string& profile) {
@@ -33,8 +41,8 @@ std::shared_ptr<const k8s::Contract> contract_of(const std::string& profile) {
 
 class FracpackSoak : public SoakProfile {
  public:
-  FracpackSoak() : SoakProfile("fracpack", contract_of("fracpack")) {}
-  std::string node(const std::string& name, int cards, int64_t card_mib) const override { return node_object(name, cards, card_mib); }
+  explicit FracpackSoak(int64_t card_mib) : SoakProfile("fracpack", card_mib) {}
+  std::string node(const std::string& name, int cards) const override { return node_object(name, cards, card_mib_); }
   std::string fixed_record(const json& pod) const override { return annotation(pod, "fracpack.io/allocation"); }
 
  protected:
@@ -56,16 +64,16 @@ class FracpackSoak : public SoakProfile {
 // gpucores 100.
 class HamiSoak : public SoakProfile {
  public:
-  HamiSoak() : SoakProfile("hami", contract_of("hami")) {}
+  explicit HamiSoak(int64_t card_mib) : SoakProfile("hami", card_mib) {}
   std::string config_keys() const override {
     // HAMi's lock is taken; a lock left by a bind whose answer was lost
     // expires after a second (HAMi's default is five minutes).
     return "contract:\n  profile: hami\n  hami:\n    nodeLockExpire: 1s\n";
   }
-  std::string node(const std::string& name, int cards, int64_t card_mib) const override {
+  std::string node(const std::string& name, int cards) const override {
     json devices = json::array();
     for (int i = 0; i < cards; ++i) {
-      devices.push_back({{"id", "GPU-" + name + "-" + std::to_string(i)}, {"index", i}, {"count", 10}, {"devmem", card_mib},
+      devices.push_back({{"id", "GPU-" + name + "-" + std::to_string(i)}, {"index", i}, {"count", 10}, {"devmem", card_mib_},
                          {"devcore", 100}, {"type", "NVIDIA-Tesla T4"}, {"health", true}});
     }
     return peer_node_json(name, {{"hami.io/node-nvidia-register", devices.dump()}}, {{"nvidia.com/gpu", std::to_string(cards * 10)}});
@@ -76,13 +84,9 @@ class HamiSoak : public SoakProfile {
   size_t admit(FakeApiServer& api, const std::string& node) const override {
     // One Allocate per pod still "allocating"; HAMi's plugin picks the pod
     // itself (the lock's, else the first allocating one).
-    size_t served = 0;
-    for (const std::string& text : api.pods_on(node)) {
-      const json p = json::parse(text);
-      if (annotation(p, "hami.io/bind-phase") != "allocating") continue;
-      served += hami_allocate(api, node, {static_cast<int>(limit(p, "nvidia.com/gpu"))}).ok() ? 1 : 0;
-    }
-    return served;
+    return admit_waiting(api, node, "hami.io/bind-phase", "allocating", [&](const json& p) {
+      return hami_allocate(api, node, {static_cast<int>(first_container_limit(p, "nvidia.com/gpu"))}).ok();
+    });
   }
 
  protected:
@@ -98,35 +102,30 @@ class HamiSoak : public SoakProfile {
 // (a whole card or exclusive compute: all of it; two half cards: half of one).
 class GpushareSoak : public SoakProfile {
  public:
-  GpushareSoak() : SoakProfile("gpushare", contract_of("gpushare")) {}
+  explicit GpushareSoak(int64_t card_mib) : SoakProfile("gpushare", card_mib) {}
   std::string config_keys() const override { return "contract:\n  profile: gpushare\n"; }
-  std::string node(const std::string& name, int cards, int64_t card_mib) const override {
-    card_gib_ = card_mib / 1024;
+  std::string node(const std::string& name, int cards) const override {
     return peer_node_json(name, json::object(),
-                          {{"aliyun.com/gpu-mem", std::to_string(cards * card_gib_)}, {"aliyun.com/gpu-count", std::to_string(cards)}});
+                          {{"aliyun.com/gpu-mem", std::to_string(cards * card_gib())}, {"aliyun.com/gpu-count", std::to_string(cards)}});
   }
   std::string fixed_record(const json& pod) const override {
     return annotation(pod, "ALIYUN_COM_GPU_MEM_IDX") + " " + annotation(pod, "ALIYUN_COM_GPU_MEM_POD") + " " +
            annotation(pod, "ALIYUN_COM_GPU_MEM_DEV");
   }
   size_t admit(FakeApiServer& api, const std::string& node) const override {
-    size_t served = 0;
-    for (const std::string& text : api.pods_on(node)) {
-      const json p = json::parse(text);
-      if (annotation(p, "ALIYUN_COM_GPU_MEM_ASSIGNED") != "false") continue;
-      served += gpushare_allocate(api, node, limit(p, "aliyun.com/gpu-mem")).ok() ? 1 : 0;
-    }
-    return served;
+    return admit_waiting(api, node, "ALIYUN_COM_GPU_MEM_ASSIGNED", "false", [&](const json& p) {
+      return gpushare_allocate(api, node, first_container_limit(p, "aliyun.com/gpu-mem")).ok();
+    });
   }
 
  protected:
   json gpu_limits(int cores, int64_t memory_mib, int cards) const override {
     (void)cores, (void)cards;  // memory alone, on one card
-    return {{"aliyun.com/gpu-mem", std::to_string(memory_mib > 0 ? memory_mib / 1024 : card_gib_)}};
+    return {{"aliyun.com/gpu-mem", std::to_string(memory_mib > 0 ? memory_mib / 1024 : card_gib())}};
   }
 
  private:
-  mutable int64_t card_gib_ = 16;  // the cards' size, as node() last registered them: a whole card asks all of it
+  int64_t card_gib() const { return card_mib_ / 1024; }  // gpushare counts GiB
 };
 
 }  // namespace
@@ -139,21 +138,48 @@ std::string peer_node_json(const std::string& name, const json& annotations, con
   return json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", meta}, {"status", {{"capacity", res}, {"allocatable", res}}}}.dump();
 }
 
-std::string SoakProfile::config_keys() const { return ""; }
+int64_t first_container_limit(const json& pod, const std::string& resource) {
+  const json limits = pod["spec"]["containers"][0].value("resources", json::object()).value("limits", json::object());
+  return limits.contains(resource) ? std::stoll(limits[resource].get<std::string>()) : 0;
+}
 
-std::vector<CandidateNode> SoakProfile::create_nodes(FakeApiServer& api, int count, int cards, int64_t card_mib) const {
-  std::vector<CandidateNode> out;
-  for (int n = 0; n < count; ++n) {
-    out.push_back({"node-" + std::to_string(n), ""});
-    api.create("nodes", node(out.back().name, cards, card_mib));
+std::map<std::pair<std::string, std::string>, HamiCardUse> ledger_as_hami_usage(server::Daemon& d) {
+  std::map<std::pair<std::string, std::string>, HamiCardUse> out;
+  for (const auto& [n, cards] : ledger_cards(d)) {
+    for (const LedgerCard& k : cards) {
+      if (k.sharers > 0) out[{n, k.uuid}] = HamiCardUse{k.sharers, k.memory_mib, k.cores / 10};
+    }
   }
   return out;
 }
 
-std::unique_ptr<SoakProfile> SoakProfile::make(const std::string& name) {
-  if (name == "fracpack") return std::make_unique<FracpackSoak>();
-  if (name == "hami") return std::make_unique<HamiSoak>();
-  if (name == "gpushare") return std::make_unique<GpushareSoak>();
+std::map<std::pair<std::string, int>, int64_t> ledger_as_gpushare_usage(server::Daemon& d) {
+  std::map<std::pair<std::string, int>, int64_t> out;
+  for (const auto& [n, cards] : ledger_cards(d)) {
+    for (const LedgerCard& k : cards) {
+      if (k.memory_mib > 0) out[{n, k.index}] = k.memory_mib / 1024;
+    }
+  }
+  return out;
+}
+
+SoakProfile::SoakProfile(std::string name, int64_t card_mib) : card_mib_(card_mib), name_(name), contract_(contract_of(name)) {}
+
+std::string SoakProfile::config_keys() const { return ""; }
+
+std::vector<CandidateNode> SoakProfile::create_nodes(FakeApiServer& api, int count, int cards) const {
+  std::vector<CandidateNode> out;
+  for (int n = 0; n < count; ++n) {
+    out.push_back({"node-" + std::to_string(n), ""});
+    api.create("nodes", node(out.back().name, cards));
+  }
+  return out;
+}
+
+std::unique_ptr<SoakProfile> SoakProfile::make(const std::string& name, int64_t card_mib) {
+  if (name == "fracpack") return std::make_unique<FracpackSoak>(card_mib);
+  if (name == "hami") return std::make_unique<HamiSoak>(card_mib);
+  if (name == "gpushare") return std::make_unique<GpushareSoak>(card_mib);
   throw std::invalid_argument("no soak profile \"" + name + "\"");
 }
 
