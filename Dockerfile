@@ -11,12 +11,14 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libboost1.81-dev nlohmann-json3-dev libyaml-cpp-dev prometheus-cpp-dev libssl-dev libsimdjson-dev \
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY scheduling scheduling
 COPY k8s k8s
 COPY config config
+COPY node node
 COPY server server
 # -march for the image (x86-64-v3: AVX2 kernels for the JSON hot paths).
 ARG FRACPACK_ARCH=x86-64-v3

@@ -148,6 +148,7 @@ Result<std::vector<Card>> parse_devices(std::string_view text) {
       }
       if (key == "numa") return f.integer(0, 255, c.numa);
       if (key == "healthy") return f.boolean(c.healthy);
+      if (key == "maxSharers") return f.integer(0, 1 << 16, c.max_sharers);  // the node agent's device IDs per card
       return Status::Ok();
     });
     if (!read.ok()) return read;
@@ -251,7 +252,9 @@ std::string format_devices(const std::vector<Card>& cards) {
     out += ",\"model\":";
     append_json_string(out, c.model);
     out += ",\"memoryMiB\":" + std::to_string(c.memory_mib) + ",\"numa\":" + std::to_string(c.numa) +
-           ",\"healthy\":" + (c.healthy ? "true" : "false") + "}";
+           ",\"healthy\":" + (c.healthy ? "true" : "false");
+    if (c.max_sharers > 0) out += ",\"maxSharers\":" + std::to_string(c.max_sharers);
+    out += "}";
   }
   return out + "]";
 }

@@ -1,0 +1,118 @@
+#include "node/allocation_matcher.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace fracpack::node {
+
+namespace {
+
+bool same_shares(const std::vector<scheduling::CardShare>& a, const std::vector<scheduling::CardShare>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].index != b[i].index || a[i].memory_mib != b[i].memory_mib || a[i].cores != b[i].cores) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool equivalent(const WaitingPod& a, size_t from_a, const WaitingPod& b, size_t from_b) {
+  if (!a.cards || !b.cards) return false;
+  if (a.containers.size() - from_a != b.containers.size() - from_b) return false;
+  for (size_t i = 0; from_a + i < a.containers.size(); ++i) {
+    const GpuContainer& x = a.containers[from_a + i];
+    const GpuContainer& y = b.containers[from_b + i];
+    if (x.devices != y.devices || x.init != y.init) return false;
+    if (!same_shares((*a.cards)[from_a + i], (*b.cards)[from_b + i])) return false;
+  }
+  return true;
+}
+
+void AllocationMatcher::set_pods(std::vector<WaitingPod> pods) {
+  pods_ = std::move(pods);
+  // kubelet's order among candidates: older first, then by name.
+  std::sort(pods_.begin(), pods_.end(), [](const WaitingPod& a, const WaitingPod& b) {
+    return std::tie(a.creation_timestamp, a.key) < std::tie(b.creation_timestamp, b.key);
+  });
+  std::map<std::string, int> kept;
+  for (const WaitingPod& p : pods_) {
+    if (auto it = served_.find(p.uid); it != served_.end()) kept.insert(*it);
+  }
+  served_ = std::move(kept);
+}
+
+void AllocationMatcher::restore(std::map<std::string, int> served, std::string last_uid) {
+  served_ = std::move(served);
+  last_uid_ = std::move(last_uid);
+}
+
+size_t AllocationMatcher::next_of(const WaitingPod& p) const {
+  auto it = served_.find(p.uid);
+  return it == served_.end() ? 0 : static_cast<size_t>(it->second);
+}
+
+std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices, std::vector<std::string>* unusable) const {
+  std::vector<const WaitingPod*> candidates;
+  for (const WaitingPod& p : pods_) {
+    if (next_of(p) != 0 || p.containers.empty() || p.containers[0].devices != devices) continue;
+    if (!p.cards) {
+      if (unusable != nullptr) unusable->push_back(p.key + " (" + p.cards.message() + ")");
+      continue;
+    }
+    candidates.push_back(&p);
+  }
+  return candidates;
+}
+
+bool AllocationMatcher::lacks_candidate(int devices) const { return first_candidates(devices, nullptr).empty(); }
+
+Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices) const {
+  // The pod kubelet is in the middle of: its next container, when it asks
+  // this many devices (else its admission ended and another pod begins).
+  for (const WaitingPod& p : pods_) {
+    if (p.uid != last_uid_ || !p.cards) continue;
+    const size_t next = next_of(p);
+    if (next > 0 && next < p.containers.size() && p.containers[next].devices == devices) return std::make_pair(&p, next);
+  }
+  // Pods whose admission has not begun, asking this many devices first.
+  std::vector<std::string> unusable;
+  std::vector<const WaitingPod*> candidates = first_candidates(devices, &unusable);
+  const std::string asked = std::to_string(devices) + (devices == 1 ? " device" : " devices");
+  if (candidates.empty()) {
+    std::string why = "no pod bound to this node waits for a container asking " + asked;
+    if (!unusable.empty()) {
+      why += "; pods that ask it without a usable fracpack allocation record:";
+      for (const std::string& u : unusable) why += " " + u;
+    }
+    return Error{why};
+  }
+  for (const WaitingPod* c : candidates) {
+    if (!equivalent(*candidates.front(), 0, *c, 0)) {
+      std::string why = "cannot tell which pod kubelet is admitting: pods";
+      for (const WaitingPod* x : candidates) why += " " + x->key;
+      return Error{why + " each wait for a container asking " + asked + " on different cards (README \"The node agent\")"};
+    }
+  }
+  return std::make_pair(candidates.front(), size_t{0});
+}
+
+Result<Assignment> AllocationMatcher::peek(int devices) const {
+  auto found = find(devices);
+  if (!found) return found.error();
+  const auto [pod, index] = *found;
+  return Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index]};
+}
+
+Result<Assignment> AllocationMatcher::allocate(int devices) {
+  auto a = peek(devices);
+  if (!a) {
+    last_uid_.clear();  // kubelet fails the pod: its admission is over
+    return a;
+  }
+  served_[a->pod_uid] += 1;
+  last_uid_ = a->pod_uid;
+  return a;
+}
+
+}  // namespace fracpack::node

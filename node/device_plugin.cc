@@ -1,0 +1,322 @@
+#include "node/device_plugin.h"
+
+#include <grpcpp/grpcpp.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "node/api/deviceplugin.grpc.pb.h"
+
+namespace fracpack::node {
+
+namespace {
+
+constexpr size_t kMaxIdLength = 63;  // api.proto: Device.ID
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) {
+    if (!out.empty()) out += ",";
+    out += s;
+  }
+  return out;
+}
+
+std::string percent_text(int milli) {
+  std::string out = std::to_string(milli / 10);
+  if (milli % 10 != 0) out += "." + std::to_string(milli % 10);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> device_ids(const GpuDevice& device, int slots) {
+  std::string prefix = device.uuid + "-";
+  if (device.uuid.empty() || prefix.size() + std::to_string(slots).size() > kMaxIdLength) {
+    prefix = "gpu" + std::to_string(device.index) + "-";
+  }
+  std::vector<std::string> ids;
+  ids.reserve(static_cast<size_t>(slots));
+  for (int s = 0; s < slots; ++s) ids.push_back(prefix + std::to_string(s));
+  return ids;
+}
+
+const GpuDevice* device_of_id(const std::vector<GpuDevice>& devices, const std::string& id, int slots) {
+  for (const GpuDevice& d : devices) {
+    const std::string first = device_ids(d, 1).front();
+    const std::string prefix = first.substr(0, first.size() - 1);
+    if (id.size() > prefix.size() && id.compare(0, prefix.size(), prefix) == 0) {
+      const std::string slot = id.substr(prefix.size());
+      if (slot.find_first_not_of("0123456789") == std::string::npos && std::stoi(slot) < slots) return &d;
+    }
+  }
+  return nullptr;
+}
+
+void fill_list(const std::vector<GpuDevice>& devices, int slots, v1beta1::ListAndWatchResponse& out) {
+  for (const GpuDevice& d : devices) {
+    for (const std::string& id : device_ids(d, slots)) {
+      v1beta1::Device* dev = out.add_devices();
+      dev->set_id(id);
+      dev->set_health(d.healthy ? "Healthy" : "Unhealthy");
+      dev->mutable_topology()->add_nodes()->set_id(d.numa);
+    }
+  }
+}
+
+Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices, const DevicePluginOptions& options,
+                      v1beta1::ContainerAllocateResponse& out) {
+  const std::string who = "pod " + a.pod_key + " container " + a.container;
+  std::vector<std::string> uuids, memory, cores;
+  std::vector<const GpuDevice*> chosen;
+  for (const scheduling::CardShare& share : a.cards) {
+    auto it = std::find_if(devices.begin(), devices.end(), [&](const GpuDevice& d) { return d.index == share.index; });
+    if (it == devices.end()) {
+      return Error{who + ": its allocation record names card " + std::to_string(share.index) + ", which this node does not have"};
+    }
+    if (!share.uuid.empty() && share.uuid != it->uuid) {
+      return Error{who + ": its allocation record names card " + std::to_string(share.index) + " as " + share.uuid +
+                   ", but that card is " + it->uuid};
+    }
+    if (!it->healthy) {
+      return Error{who + ": card " + std::to_string(share.index) + " (" + it->uuid + ") is unhealthy: " + it->problem};
+    }
+    chosen.push_back(&*it);
+    uuids.push_back(it->uuid);
+    // A whole card (or a record without memory) gets the card's memory.
+    const int64_t mib = share.memory_mib > 0 && share.memory_mib < it->memory_mib ? share.memory_mib : it->memory_mib;
+    memory.push_back(std::to_string(mib));
+    cores.push_back(percent_text(share.cores > 0 ? share.cores : 1000));
+  }
+  auto& env = *out.mutable_envs();
+  if (options.visible_devices_env) env["NVIDIA_VISIBLE_DEVICES"] = join(uuids);
+  env["FRACPACK_POD"] = a.pod_key;
+  env["FRACPACK_CONTAINER"] = a.container;
+  env["FRACPACK_GPU_UUIDS"] = join(uuids);
+  env["FRACPACK_GPU_MEMORY_MIB"] = join(memory);
+  env["FRACPACK_GPU_CORES_PERCENT"] = join(cores);
+  // HAMi-core's limits (node-side.md §A2.6), for containers that run it:
+  // per visible card in order, and the first card's compute percent.
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (a.cards[i].memory_mib > 0 && a.cards[i].memory_mib < chosen[i]->memory_mib) {
+      env["CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(i)] = std::to_string(a.cards[i].memory_mib) + "m";
+    }
+  }
+  if (!a.cards.empty() && a.cards.front().cores > 0 && a.cards.front().cores < 1000) {
+    env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(std::max(1, a.cards.front().cores / 10));
+  }
+  if (options.cdi) {
+    for (const std::string& u : uuids) out.add_cdi_devices()->set_name(options.cdi_kind + "=" + u);
+  }
+  return Status::Ok();
+}
+
+// The gRPC service: kubelet's calls, answered from the node state.
+class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service {
+ public:
+  Service(const DevicePluginOptions& options, NodeState& state, DevicePluginStats& stats)
+      : options_(options), state_(state), stats_(stats) {}
+
+  void stop() { stopping_ = true; }
+
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*, v1beta1::DevicePluginOptions* out) override {
+    out->set_pre_start_required(false);
+    out->set_get_preferred_allocation_available(true);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
+    uint64_t sent = ~uint64_t{0};
+    while (!stopping_ && !ctx->IsCancelled() && !state_.stopped()) {
+      const uint64_t version = state_.devices_version();
+      if (version != sent) {
+        v1beta1::ListAndWatchResponse msg;
+        fill_list(state_.devices(), options_.slots, msg);
+        if (!writer->Write(msg)) break;  // kubelet went away
+        stats_.list_updates.fetch_add(1, std::memory_order_relaxed);
+        sent = version;
+      }
+      state_.wait_devices(sent, std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+                                      v1beta1::PreferredAllocationResponse* out) override {
+    const std::vector<GpuDevice> devices = state_.devices();
+    for (const auto& cr : req->container_requests()) {
+      v1beta1::ContainerPreferredAllocationResponse* resp = out->add_container_responses();
+      std::vector<std::string> picked(cr.must_include_deviceids().begin(), cr.must_include_deviceids().end());
+      std::set<const GpuDevice*> covered;
+      for (const std::string& id : picked) covered.insert(device_of_id(devices, id, options_.slots));
+      // One free ID on each card the record names, so kubelet's topology
+      // and its view of which card is busy match the placement.
+      if (auto a = state_.peek(cr.allocation_size())) {
+        for (const scheduling::CardShare& share : a->cards) {
+          if (static_cast<int>(picked.size()) >= cr.allocation_size()) break;
+          for (const std::string& id : cr.available_deviceids()) {
+            const GpuDevice* d = device_of_id(devices, id, options_.slots);
+            if (d != nullptr && d->index == share.index && covered.insert(d).second &&
+                std::find(picked.begin(), picked.end(), id) == picked.end()) {
+              picked.push_back(id);
+              break;
+            }
+          }
+        }
+      }
+      for (const std::string& id : picked) {
+        if (resp->deviceids_size() < cr.allocation_size()) resp->add_deviceids(id);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req, v1beta1::AllocateResponse* out) override {
+    for (const auto& cr : req->container_requests()) {
+      const int n = cr.devices_ids_size();
+      auto a = state_.allocate(n, std::chrono::steady_clock::now() + options_.record_wait);
+      Status filled = a ? fill_container(*a, state_.devices(), options_, *out->add_container_responses()) : Status(a.error());
+      if (!filled.ok()) {
+        stats_.allocation_failures.fetch_add(1, std::memory_order_relaxed);
+        std::fprintf(stderr, "fracpack node-agent: Allocate of %d device(s) refused: %s\n", n, filled.message().c_str());
+        // kubelet shows this message on the pod (UnexpectedAdmissionError).
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "fracpack: " + filled.message());
+      }
+      stats_.allocations.fetch_add(1, std::memory_order_relaxed);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+                                 v1beta1::PreStartContainerResponse*) override {
+    return grpc::Status::OK;
+  }
+
+ private:
+  const DevicePluginOptions& options_;
+  NodeState& state_;
+  DevicePluginStats& stats_;
+  std::atomic<bool> stopping_{false};
+};
+
+DevicePluginServer::DevicePluginServer(DevicePluginOptions options, NodeState& state)
+    : options_(std::move(options)), state_(state) {}
+
+DevicePluginServer::~DevicePluginServer() { shutdown(); }
+
+std::string DevicePluginServer::socket_path() const { return options_.plugin_dir + "/" + options_.socket; }
+std::string DevicePluginServer::kubelet_socket() const { return options_.plugin_dir + "/kubelet.sock"; }
+
+void DevicePluginServer::shutdown() {
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<Service> service;
+  {
+    std::lock_guard lock(mu_);
+    server = std::move(server_);
+    service = std::move(service_);
+  }
+  if (service != nullptr) service->stop();
+  if (server != nullptr) {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server->Wait();
+  }
+}
+
+Status DevicePluginServer::serve() {
+  shutdown();
+  std::error_code ec;
+  std::filesystem::remove(socket_path(), ec);  // a stale socket from an earlier run
+  auto service = std::make_unique<Service>(options_, state_, stats_);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path(), grpc::InsecureServerCredentials());
+  builder.RegisterService(service.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return Error{"cannot serve the device plugin on " + socket_path()};
+  std::lock_guard lock(mu_);
+  server_ = std::move(server);
+  service_ = std::move(service);
+  return Status::Ok();
+}
+
+Status DevicePluginServer::register_with_kubelet() {
+  auto channel = grpc::CreateChannel("unix:" + kubelet_socket(), grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest req;
+  req.set_version("v1beta1");
+  req.set_endpoint(options_.socket);
+  req.set_resource_name(options_.resource);
+  req.mutable_options()->set_get_preferred_allocation_available(true);
+  v1beta1::Empty resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status s = stub->Register(&ctx, req, &resp);
+  if (!s.ok()) return Error{"registering " + options_.resource + " with kubelet at " + kubelet_socket() + ": " + s.error_message()};
+  stats_.registrations.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status DevicePluginServer::start() {
+  if (Status s = serve(); !s.ok()) return s;
+  return register_with_kubelet();
+}
+
+namespace {
+
+// The identity of a file (0 when absent): kubelet's socket recreated has a
+// new inode.
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+}  // namespace
+
+void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds retry) {
+  // inotify on the directory wakes us at once; the poll timeout re-checks
+  // anyway (a directory recreated, events lost).
+  const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd >= 0) inotify_add_watch(fd, options_.plugin_dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
+  bool registered = false;
+  ino_t kubelet = 0;
+  auto next_try = std::chrono::steady_clock::now();
+  std::string last_error;
+  while (!stop.stop_requested()) {
+    const ino_t now_kubelet = inode_of(kubelet_socket());
+    const bool ours = inode_of(socket_path()) != 0;
+    const bool due = std::chrono::steady_clock::now() >= next_try;
+    if ((!registered && due) || (registered && (!ours || now_kubelet != kubelet))) {
+      // kubelet recreated its socket but ours survived: registering again
+      // is enough; otherwise serve afresh first.
+      Status s = ours && registered ? register_with_kubelet() : start();
+      registered = s.ok();
+      kubelet = now_kubelet;
+      if (!s.ok()) {
+        next_try = std::chrono::steady_clock::now() + retry;
+        if (s.message() != last_error) std::fprintf(stderr, "fracpack node-agent: %s (retrying)\n", s.message().c_str());
+        last_error = s.message();
+      } else {
+        last_error.clear();
+      }
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (fd >= 0 && ::poll(&p, 1, 200) > 0) {
+      char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    } else if (fd < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  shutdown();
+}
+
+}  // namespace fracpack::node

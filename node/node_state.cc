@@ -1,0 +1,90 @@
+#include "node/node_state.h"
+
+namespace fracpack::node {
+
+void NodeState::set_devices(std::vector<GpuDevice> devices) {
+  std::lock_guard lock(mu_);
+  devices_ = std::move(devices);
+  ++devices_version_;
+  changed_.notify_all();
+}
+
+bool NodeState::mark_unhealthy(const std::string& uuid, const std::string& problem) {
+  std::lock_guard lock(mu_);
+  bool changed = false;
+  for (GpuDevice& d : devices_) {
+    // A card's event concerns its MIG instances too.
+    if ((d.uuid == uuid || d.parent_uuid == uuid) && d.healthy) {
+      d.healthy = false;
+      d.problem = problem;
+      changed = true;
+    }
+  }
+  if (changed) {
+    ++devices_version_;
+    changed_.notify_all();
+  }
+  return changed;
+}
+
+std::vector<GpuDevice> NodeState::devices() const {
+  std::lock_guard lock(mu_);
+  return devices_;
+}
+
+uint64_t NodeState::devices_version() const {
+  std::lock_guard lock(mu_);
+  return devices_version_;
+}
+
+uint64_t NodeState::wait_devices(uint64_t seen, std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mu_);
+  changed_.wait_until(lock, deadline, [&] { return stopped_ || devices_version_ != seen; });
+  return devices_version_;
+}
+
+void NodeState::set_pods(std::vector<WaitingPod> pods) {
+  std::lock_guard lock(mu_);
+  matcher_.set_pods(std::move(pods));
+  ++pods_version_;
+  changed_.notify_all();
+}
+
+Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    auto a = matcher_.allocate(devices);
+    if (a || stopped_ || std::chrono::steady_clock::now() >= deadline) return a;
+    if (!matcher_.lacks_candidate(devices)) return a;  // ambiguous: no event will settle it
+    const uint64_t seen = pods_version_;
+    changed_.wait_until(lock, deadline, [&] { return stopped_ || pods_version_ != seen; });
+  }
+}
+
+Result<Assignment> NodeState::peek(int devices) const {
+  std::lock_guard lock(mu_);
+  return matcher_.peek(devices);
+}
+
+std::pair<std::map<std::string, int>, std::string> NodeState::served() const {
+  std::lock_guard lock(mu_);
+  return {matcher_.served(), matcher_.last_uid()};
+}
+
+void NodeState::restore(std::map<std::string, int> served, std::string last_uid) {
+  std::lock_guard lock(mu_);
+  matcher_.restore(std::move(served), std::move(last_uid));
+}
+
+void NodeState::stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  changed_.notify_all();
+}
+
+bool NodeState::stopped() const {
+  std::lock_guard lock(mu_);
+  return stopped_;
+}
+
+}  // namespace fracpack::node

@@ -1,0 +1,58 @@
+// What the node agent knows, shared by its threads: the devices discovery
+// and health watching found, and the pods waiting on this node with their
+// allocation records (AllocationMatcher). The device plugin reads it; the
+// NVML and pod-watch threads write it. Every change wakes the waiters
+// (ListAndWatch streams; an Allocate waiting for its pod to be seen).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "node/allocation_matcher.h"
+#include "node/nvml.h"
+
+namespace fracpack::node {
+
+class NodeState {
+ public:
+  // Devices (from discover()); their health as discovered.
+  void set_devices(std::vector<GpuDevice> devices);
+  // A health event: the device turns unhealthy (sticky until the next
+  // discovery, as NVIDIA's plugin does). Returns whether anything changed.
+  bool mark_unhealthy(const std::string& uuid, const std::string& problem);
+  std::vector<GpuDevice> devices() const;
+  // The device list's version: it grows with every change.
+  uint64_t devices_version() const;
+  // Waits until the version differs from `seen`, `deadline` passes or
+  // stop() is called; returns the current version.
+  uint64_t wait_devices(uint64_t seen, std::chrono::steady_clock::time_point deadline) const;
+
+  void set_pods(std::vector<WaitingPod> pods);
+  // Serves kubelet's Allocate of `devices` IDs: while no record matches,
+  // waits for the pod watch (a bind the agent has not seen yet) until
+  // `deadline`, then refuses with the matcher's reason.
+  Result<Assignment> allocate(int devices, std::chrono::steady_clock::time_point deadline);
+  Result<Assignment> peek(int devices) const;
+  // The matcher's served containers, for the state file.
+  std::pair<std::map<std::string, int>, std::string> served() const;
+  void restore(std::map<std::string, int> served, std::string last_uid);
+
+  // Wakes every waiter for shutdown.
+  void stop();
+  bool stopped() const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::vector<GpuDevice> devices_;
+  uint64_t devices_version_ = 0;
+  uint64_t pods_version_ = 0;
+  AllocationMatcher matcher_;
+  bool stopped_ = false;
+};
+
+}  // namespace fracpack::node

@@ -1,0 +1,174 @@
+// node/allocation_matcher: which pod's record answers kubelet's Allocate.
+#include "node/allocation_matcher.h"
+
+#include <gtest/gtest.h>
+
+namespace fracpack::node {
+namespace {
+
+using scheduling::CardShare;
+
+CardShare share(int index, int64_t mib, int cores_milli) { return CardShare{index, "GPU-" + std::to_string(index), mib, cores_milli}; }
+
+WaitingPod pod(const std::string& name, const std::string& created, std::vector<std::pair<GpuContainer, std::vector<CardShare>>> cs) {
+  WaitingPod p;
+  p.uid = "uid-" + name;
+  p.key = "default/" + name;
+  p.creation_timestamp = created;
+  std::vector<std::vector<CardShare>> cards;
+  for (auto& [c, s] : cs) {
+    p.containers.push_back(c);
+    cards.push_back(s);
+  }
+  p.cards = cards;
+  return p;
+}
+
+GpuContainer ctr(const std::string& name, int devices, bool init = false) { return GpuContainer{name, init, devices}; }
+
+TEST(AllocationMatcher, OneWaitingPodGetsItsRecordedCards) {
+  AllocationMatcher m;
+  m.set_pods({pod("a", "2026-01-01T00:00:00Z", {{ctr("main", 1), {share(2, 8192, 500)}}})});
+  auto a = m.allocate(1);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->pod_key, "default/a");
+  EXPECT_EQ(a->container, "main");
+  ASSERT_EQ(a->cards.size(), 1u);
+  EXPECT_EQ(a->cards[0].index, 2);
+  // Served: a second Allocate has no candidate.
+  auto again = m.allocate(1);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.message().find("no pod bound to this node waits for a container asking 1 device"), std::string::npos) << again.message();
+}
+
+TEST(AllocationMatcher, TheDeviceCountTellsPodsApart) {
+  AllocationMatcher m;
+  m.set_pods({pod("one", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(0, 4096, 0)}}}),
+              pod("two", "2026-01-01T00:00:01Z", {{ctr("c", 2), {share(1, 0, 1000), share(3, 0, 1000)}}})});
+  auto two = m.allocate(2);
+  ASSERT_TRUE(two.ok()) << two.message();
+  EXPECT_EQ(two->pod_key, "default/two");
+  EXPECT_EQ(two->cards.size(), 2u);
+  auto one = m.allocate(1);
+  ASSERT_TRUE(one.ok()) << one.message();
+  EXPECT_EQ(one->pod_key, "default/one");
+}
+
+TEST(AllocationMatcher, APodsContainersFollowInKubeletsOrderInitFirst) {
+  AllocationMatcher m;
+  m.set_pods({pod("multi", "2026-01-01T00:00:00Z",
+                  {{ctr("setup", 1, true), {share(0, 2048, 100)}},
+                   {ctr("app", 1), {share(1, 8192, 500)}},
+                   {ctr("sidecar", 1), {share(0, 1024, 100)}}}),
+              // Another pod asking one device: once "multi" has begun, its
+              // next containers are served before anyone else.
+              pod("other", "2026-01-01T00:00:05Z", {{ctr("c", 1), {share(3, 1024, 100)}}})});
+  // Both pods ask one device first, on different cards: ambiguous.
+  auto first = m.allocate(1);
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.message().find("cannot tell which pod kubelet is admitting: pods default/multi default/other"), std::string::npos)
+      << first.message();
+}
+
+TEST(AllocationMatcher, OnceAPodHasBegunItsNextContainersAreItsOwn) {
+  AllocationMatcher m;
+  m.set_pods({pod("multi", "2026-01-01T00:00:00Z",
+                  {{ctr("setup", 2, true), {share(0, 2048, 100), share(1, 2048, 100)}},
+                   {ctr("app", 1), {share(1, 8192, 500)}},
+                   {ctr("sidecar", 1), {share(0, 1024, 100)}}}),
+              pod("other", "2026-01-01T00:00:05Z", {{ctr("c", 1), {share(3, 1024, 100)}}})});
+  auto setup = m.allocate(2);
+  ASSERT_TRUE(setup.ok()) << setup.message();
+  EXPECT_EQ(setup->container, "setup");
+  auto app = m.allocate(1);  // "other" asks one device too, but kubelet is inside "multi"
+  ASSERT_TRUE(app.ok()) << app.message();
+  EXPECT_EQ(app->pod_key, "default/multi");
+  EXPECT_EQ(app->container, "app");
+  EXPECT_EQ(app->cards[0].index, 1);
+  auto sidecar = m.allocate(1);
+  ASSERT_TRUE(sidecar.ok());
+  EXPECT_EQ(sidecar->container, "sidecar");
+  auto other = m.allocate(1);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->pod_key, "default/other");
+}
+
+TEST(AllocationMatcher, EquivalentPodsShareTheAnswerOldestFirst) {
+  // Two replicas of one Deployment on the same card with the same share:
+  // whichever kubelet admits gets exactly what the record says.
+  AllocationMatcher m;
+  m.set_pods({pod("r2", "2026-01-01T00:00:02Z", {{ctr("c", 1), {share(1, 4096, 250)}}}),
+              pod("r1", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(1, 4096, 250)}}})});
+  auto a = m.allocate(1);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->pod_key, "default/r1");
+  auto b = m.allocate(1);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->pod_key, "default/r2");
+  EXPECT_EQ(a->cards, b->cards);
+}
+
+TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsAreRefusedNotGuessed) {
+  // The hard case (node-side.md §B2): the same request, different cards.
+  // Guessing would run one pod on the other's card while the ledger says
+  // otherwise; when one leaves, the wrong card is freed.
+  AllocationMatcher m;
+  m.set_pods({pod("x", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(0, 4096, 250)}}}),
+              pod("y", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(1, 4096, 250)}}})});
+  auto a = m.allocate(1);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.message().find("pods default/x default/y each wait for a container asking 1 device on different cards"), std::string::npos)
+      << a.message();
+  EXPECT_FALSE(m.lacks_candidate(1));  // no pod event will settle it: answered at once
+  // Once one has started (gone from the waiting pods), the other is certain.
+  m.set_pods({pod("y", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(1, 4096, 250)}}})});
+  auto b = m.allocate(1);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->pod_key, "default/y");
+}
+
+TEST(AllocationMatcher, APodWithoutAUsableRecordIsNamedNeverServed) {
+  AllocationMatcher m;
+  WaitingPod bad;
+  bad.uid = "uid-bad";
+  bad.key = "default/bad";
+  bad.containers = {ctr("c", 1)};
+  bad.cards = Error{"annotation fracpack.io/allocation: expected a JSON object"};
+  m.set_pods({bad});
+  EXPECT_TRUE(m.lacks_candidate(1));
+  auto a = m.allocate(1);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.message().find("default/bad (annotation fracpack.io/allocation: expected a JSON object)"), std::string::npos) << a.message();
+}
+
+TEST(AllocationMatcher, ARefusalEndsThePodsAdmission) {
+  // kubelet fails a pod whose Allocate was refused: the next call begins
+  // another pod, even one asking what the failed pod's next container asks.
+  AllocationMatcher m;
+  m.set_pods({pod("p", "2026-01-01T00:00:00Z",
+                  {{ctr("a", 2), {share(0, 1024, 100), share(1, 1024, 100)}}, {ctr("b", 1), {share(5, 1024, 100)}}}),
+              pod("q", "2026-01-01T00:00:03Z", {{ctr("c", 1), {share(2, 1024, 100)}}})});
+  ASSERT_TRUE(m.allocate(2).ok());
+  ASSERT_FALSE(m.allocate(3).ok());
+  auto q = m.allocate(1);
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->pod_key, "default/q");
+  EXPECT_EQ(q->cards[0].index, 2);
+}
+
+TEST(AllocationMatcher, ServedCountsSurviveARestartAndForgetPodsGone) {
+  AllocationMatcher m;
+  m.set_pods({pod("a", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(0, 1024, 100)}}, {ctr("d", 1), {share(1, 1024, 100)}}})});
+  ASSERT_TRUE(m.allocate(1).ok());
+  AllocationMatcher restarted;
+  restarted.restore(m.served(), m.last_uid());
+  restarted.set_pods({pod("a", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(0, 1024, 100)}}, {ctr("d", 1), {share(1, 1024, 100)}}})});
+  auto d = restarted.allocate(1);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->container, "d");
+  restarted.set_pods({});
+  EXPECT_TRUE(restarted.served().empty());
+}
+
+}  // namespace
+}  // namespace fracpack::node

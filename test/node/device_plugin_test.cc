@@ -1,0 +1,172 @@
+// node/device_plugin: the plugin against the kubelet double over the real
+// gRPC API on Unix sockets.
+#include "node/device_plugin.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "node/api/deviceplugin.pb.h"
+#include "test/support/kubelet_double.h"
+
+namespace fracpack::node {
+namespace {
+
+using namespace std::chrono_literals;
+using scheduling::CardShare;
+using test::KubeletDouble;
+
+GpuDevice card(int index, int numa = 0) {
+  GpuDevice d;
+  d.index = index;
+  d.uuid = "GPU-" + std::to_string(index) + "000000-0000-0000-0000-000000000000";
+  d.model = "NVIDIA A100-SXM4-40GB";
+  d.memory_mib = 40960;
+  d.numa = numa;
+  return d;
+}
+
+CardShare share(int index, int64_t mib, int cores_milli) { return CardShare{index, card(index).uuid, mib, cores_milli}; }
+
+WaitingPod waiting(const std::string& name, std::vector<std::pair<GpuContainer, std::vector<CardShare>>> cs) {
+  WaitingPod p;
+  p.uid = "uid-" + name;
+  p.key = "default/" + name;
+  p.creation_timestamp = "2026-01-01T00:00:00Z";
+  std::vector<std::vector<CardShare>> cards;
+  for (auto& [c, s] : cs) {
+    p.containers.push_back(c);
+    cards.push_back(s);
+  }
+  p.cards = cards;
+  return p;
+}
+
+class DevicePluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Unix socket paths are short (108 bytes): a short directory.
+    dir_ = "/tmp/fp-dp-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
+    std::filesystem::create_directories(dir_);
+    state_.set_devices({card(0, 0), card(1, 0), card(2, 1), card(3, 1)});
+    options_.plugin_dir = dir_;
+    options_.slots = 4;
+    options_.record_wait = 300ms;
+    kubelet_ = std::make_unique<KubeletDouble>(dir_);
+    plugin_ = std::make_unique<DevicePluginServer>(options_, state_);
+    runner_ = std::jthread([this](std::stop_token st) { plugin_->run(st, 50ms); });
+    ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+  }
+  void TearDown() override {
+    runner_.request_stop();
+    runner_.join();
+    state_.stop();
+    plugin_.reset();
+    kubelet_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  static inline int counter_ = 0;
+  std::string dir_;
+  NodeState state_;
+  DevicePluginOptions options_;
+  std::unique_ptr<KubeletDouble> kubelet_;
+  std::unique_ptr<DevicePluginServer> plugin_;
+  std::jthread runner_;
+};
+
+TEST_F(DevicePluginTest, RegistersAndAdvertisesSlotsPerCardWithHealth) {
+  auto devices = kubelet_->devices();
+  EXPECT_EQ(devices.size(), 16u);  // 4 cards x 4 slots
+  EXPECT_EQ(devices.count(card(2).uuid + "-3"), 1u);
+  for (const auto& [id, health] : devices) EXPECT_EQ(health, "Healthy") << id;
+  EXPECT_EQ(kubelet_->resource(), "fracpack.io/gpu");
+}
+
+TEST_F(DevicePluginTest, AllocateAnswersTheRecordsCardsAndShares) {
+  state_.set_pods({waiting("infer", {{GpuContainer{"main", false, 2}, {share(1, 8192, 500), share(3, 8192, 500)}}})});
+  auto admitted = kubelet_->admit("uid-infer", {{"main", 2}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  ASSERT_EQ(admitted->size(), 1u);
+  const auto& a = (*admitted)[0];
+  EXPECT_EQ(a.envs.at("NVIDIA_VISIBLE_DEVICES"), card(1).uuid + "," + card(3).uuid);
+  EXPECT_EQ(a.envs.at("FRACPACK_GPU_MEMORY_MIB"), "8192,8192");
+  EXPECT_EQ(a.envs.at("FRACPACK_GPU_CORES_PERCENT"), "50,50");
+  EXPECT_EQ(a.envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "8192m");
+  EXPECT_EQ(a.envs.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "8192m");
+  EXPECT_EQ(a.envs.at("CUDA_DEVICE_SM_LIMIT"), "50");
+  EXPECT_EQ(a.envs.at("FRACPACK_POD"), "default/infer");
+  ASSERT_EQ(a.cdi_devices.size(), 2u);
+  EXPECT_EQ(a.cdi_devices[0], "nvidia.com/gpu=" + card(1).uuid);
+  // GetPreferredAllocation steered kubelet to one ID on each chosen card.
+  ASSERT_EQ(a.device_ids.size(), 2u);
+  EXPECT_EQ(a.device_ids[0].rfind(card(1).uuid + "-", 0), 0u) << a.device_ids[0];
+  EXPECT_EQ(a.device_ids[1].rfind(card(3).uuid + "-", 0), 0u) << a.device_ids[1];
+  EXPECT_EQ(plugin_->stats().allocations.load(), 1u);
+}
+
+TEST_F(DevicePluginTest, AWholeCardGetsNoLimiterVariables) {
+  state_.set_pods({waiting("train", {{GpuContainer{"main", false, 1}, {share(2, 0, 1000)}}})});
+  auto admitted = kubelet_->admit("uid-train", {{"main", 1}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  const auto& env = (*admitted)[0].envs;
+  EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), card(2).uuid);
+  EXPECT_EQ(env.at("FRACPACK_GPU_MEMORY_MIB"), "40960");
+  EXPECT_EQ(env.at("FRACPACK_GPU_CORES_PERCENT"), "100");
+  EXPECT_EQ(env.count("CUDA_DEVICE_MEMORY_LIMIT_0"), 0u);
+  EXPECT_EQ(env.count("CUDA_DEVICE_SM_LIMIT"), 0u);
+}
+
+TEST_F(DevicePluginTest, NoRecordIsRefusedWithAMessageKubeletShows) {
+  auto admitted = kubelet_->admit("uid-stray", {{"main", 1}});
+  ASSERT_FALSE(admitted.ok());
+  EXPECT_NE(admitted.message().find("UnexpectedAdmissionError"), std::string::npos) << admitted.message();
+  EXPECT_NE(admitted.message().find("fracpack: no pod bound to this node waits for a container asking 1 device"), std::string::npos)
+      << admitted.message();
+  EXPECT_EQ(plugin_->stats().allocation_failures.load(), 1u);
+}
+
+TEST_F(DevicePluginTest, AllocateWaitsForAPodTheWatchHasNotShownYet) {
+  std::jthread late([this] {
+    std::this_thread::sleep_for(100ms);
+    state_.set_pods({waiting("late", {{GpuContainer{"main", false, 1}, {share(0, 1024, 100)}}})});
+  });
+  auto admitted = kubelet_->admit("uid-late", {{"main", 1}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  EXPECT_EQ((*admitted)[0].envs.at("NVIDIA_VISIBLE_DEVICES"), card(0).uuid);
+}
+
+TEST_F(DevicePluginTest, AnUnhealthyCardIsAdvertisedSoAndItsRecordRefused) {
+  ASSERT_TRUE(state_.mark_unhealthy(card(3).uuid, "Xid 79"));
+  ASSERT_TRUE(kubelet_->wait_devices([](const auto& d) { return d.at(card(3).uuid + "-0") == "Unhealthy"; }, 5s));
+  EXPECT_EQ(kubelet_->devices().at(card(2).uuid + "-0"), "Healthy");
+  state_.set_pods({waiting("doomed", {{GpuContainer{"main", false, 1}, {share(3, 1024, 100)}}})});
+  auto admitted = kubelet_->admit("uid-doomed", {{"main", 1}});
+  ASSERT_FALSE(admitted.ok());
+  EXPECT_NE(admitted.message().find("card 3 (" + card(3).uuid + ") is unhealthy: Xid 79"), std::string::npos) << admitted.message();
+}
+
+TEST_F(DevicePluginTest, ARecordNamingACardTheNodeLacksIsRefused) {
+  WaitingPod p = waiting("elsewhere", {{GpuContainer{"main", false, 1}, {CardShare{7, "GPU-other", 1024, 100}}}});
+  state_.set_pods({p});
+  auto admitted = kubelet_->admit("uid-elsewhere", {{"main", 1}});
+  ASSERT_FALSE(admitted.ok());
+  EXPECT_NE(admitted.message().find("names card 7, which this node does not have"), std::string::npos) << admitted.message();
+}
+
+TEST_F(DevicePluginTest, ReRegistersWhenKubeletRestarts) {
+  const int before = kubelet_->registrations();
+  kubelet_->restart();
+  ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+  EXPECT_GT(kubelet_->registrations(), before);
+  EXPECT_TRUE(std::filesystem::exists(plugin_->socket_path()));
+  state_.set_pods({waiting("after", {{GpuContainer{"main", false, 1}, {share(1, 1024, 100)}}})});
+  auto admitted = kubelet_->admit("uid-after", {{"main", 1}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  EXPECT_EQ((*admitted)[0].envs.at("NVIDIA_VISIBLE_DEVICES"), card(1).uuid);
+}
+
+}  // namespace
+}  // namespace fracpack::node

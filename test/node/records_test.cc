@@ -1,0 +1,108 @@
+// node/records: the agent's side of the fracpack contract.
+#include "node/records.h"
+
+#include <gtest/gtest.h>
+
+namespace fracpack::node {
+namespace {
+
+k8s::Pod bound_pod(const std::string& record) {
+  k8s::Pod p;
+  p.meta.name = "p";
+  p.meta.namespace_name = "ns";
+  p.meta.uid = "uid-p";
+  p.meta.creation_timestamp = "2026-01-01T00:00:00Z";
+  p.node_name = "n1";
+  p.phase = "Pending";
+  k8s::Container init;
+  init.name = "setup";
+  init.limits = {{"fracpack.io/gpu", "1"}};
+  k8s::Container plain;
+  plain.name = "log";  // asks nothing: kubelet never calls Allocate for it
+  k8s::Container app;
+  app.name = "main";
+  app.limits = {{"fracpack.io/gpu", "2"}, {"fracpack.io/gpu-memory", "4096"}};
+  p.init_containers = {init};
+  p.containers = {plain, app};
+  if (!record.empty()) p.meta.annotations = {{"fracpack.io/allocation", record}};
+  return p;
+}
+
+const char* kRecord =
+    R"({"node":"n1","containers":[{"name":"setup","init":true,"cards":[{"index":0,"uuid":"GPU-a","memoryMiB":1024,"cores":10}]},)"
+    R"({"name":"main","cards":[{"index":0,"uuid":"GPU-a","memoryMiB":4096,"cores":0},{"index":1,"uuid":"GPU-b","memoryMiB":4096,"cores":0}]}]})";
+
+TEST(NodeRecords, AWaitingPodsContainersInKubeletsOrderWithTheirCards) {
+  WaitingPod w = waiting_pod(bound_pod(kRecord), "fracpack.io/gpu", {}, "n1");
+  ASSERT_TRUE(w.cards.ok()) << w.cards.message();
+  EXPECT_EQ(w.key, "ns/p");
+  ASSERT_EQ(w.containers.size(), 2u);
+  EXPECT_EQ(w.containers[0].name, "setup");
+  EXPECT_TRUE(w.containers[0].init);
+  EXPECT_EQ(w.containers[0].devices, 1);
+  EXPECT_EQ(w.containers[1].name, "main");
+  EXPECT_EQ(w.containers[1].devices, 2);
+  ASSERT_EQ(w.cards->size(), 2u);
+  EXPECT_EQ((*w.cards)[1][1].uuid, "GPU-b");
+  EXPECT_EQ((*w.cards)[1][1].memory_mib, 4096);
+}
+
+TEST(NodeRecords, ARecordThatCannotServeSaysWhy) {
+  auto why = [](const k8s::Pod& p) {
+    WaitingPod w = waiting_pod(p, "fracpack.io/gpu", {}, "n1");
+    return w.cards.ok() ? std::string("ok") : w.cards.message();
+  };
+  EXPECT_EQ(why(bound_pod("")), "no annotation fracpack.io/allocation (was it bound by fracpack?)");
+  EXPECT_EQ(why(bound_pod("{")).rfind("annotation fracpack.io/allocation: ", 0), 0u);
+  EXPECT_EQ(why(bound_pod(R"({"node":"n2","containers":[]})")), "annotation fracpack.io/allocation names node n2, not n1");
+  EXPECT_EQ(why(bound_pod(R"({"node":"n1","containers":[{"name":"setup","cards":[{"index":0}]}]})")),
+            "annotation fracpack.io/allocation has no cards for container main");
+  EXPECT_EQ(why(bound_pod(R"({"node":"n1","containers":[{"name":"setup","cards":[{"index":0}]},{"name":"main","cards":[{"index":0}]}]})")),
+            "annotation fracpack.io/allocation gives container main 1 card(s), but it asks 2 fracpack.io/gpu");
+  k8s::Pod odd = bound_pod(kRecord);
+  odd.containers[1].limits[0].second = "1.5";
+  EXPECT_EQ(why(odd), "container main: resources.limits[fracpack.io/gpu]: \"1.5\" is not a device count 0..64");
+}
+
+TEST(NodeRecords, OnlyPodsNotYetRunningWait) {
+  k8s::Pod p = bound_pod(kRecord);
+  EXPECT_TRUE(may_wait(p));
+  p.phase = "Running";
+  EXPECT_FALSE(may_wait(p));
+  p.phase = "Failed";
+  EXPECT_FALSE(may_wait(p));
+  p.phase = "Pending";
+  p.meta.deleting = true;
+  EXPECT_FALSE(may_wait(p));
+}
+
+TEST(NodeRecords, TheDeviceAnnotationReadsBackThroughTheContract) {
+  GpuDevice a;
+  a.index = 0;
+  a.uuid = "GPU-a";
+  a.model = "NVIDIA A100-SXM4-40GB";
+  a.memory_mib = 40960;
+  a.numa = 1;
+  GpuDevice b = a;
+  b.index = 1;
+  b.uuid = "GPU-b";
+  b.healthy = false;
+  b.problem = "Xid 79";
+  k8s::Node node;
+  node.meta.name = "n1";
+  node.allocatable = {{"cpu", "64"}, {"memory", "512Gi"}};
+  node.meta.annotations = {{"fracpack.io/gpu-devices", devices_annotation({a, b}, 32)}};
+  k8s::FracpackContract contract;
+  auto spec = contract.node_spec(node);
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->cards.size(), 2u);
+  EXPECT_EQ(spec->cards[0].uuid, "GPU-a");
+  EXPECT_EQ(spec->cards[0].memory_mib, 40960);
+  EXPECT_EQ(spec->cards[0].numa, 1);
+  EXPECT_EQ(spec->cards[0].max_sharers, 32);
+  EXPECT_TRUE(spec->cards[0].healthy);
+  EXPECT_FALSE(spec->cards[1].healthy);
+}
+
+}  // namespace
+}  // namespace fracpack::node
