@@ -91,7 +91,7 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
     if (!equivalent(*candidates.front(), 0, *c, 0)) {
       std::string why = "cannot tell which pod kubelet is admitting: pods";
       for (const WaitingPod* x : candidates) why += " " + x->key;
-      return Error{why + " each wait for a container asking " + asked + " on different cards (README \"The node agent\")"};
+      return Error{why + " each wait for a container asking " + asked + " on different cards"};
     }
   }
   return std::make_pair(candidates.front(), size_t{0});

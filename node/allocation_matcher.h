@@ -22,9 +22,9 @@
 //                                 extender's.
 //   several, not equivalent       refused, naming them: handing one pod
 //                                 another's cards would put the ledger and
-//                                 the cards out of step for good. kubelet
-//                                 reports the refusal on the pod (README
-//                                 "The node agent": when this happens).
+//                                 the cards out of step for good: when one
+//                                 leaves, the wrong card is freed. kubelet
+//                                 reports the refusal on the pod.
 //   none                          refused: no record names this container
 //                                 (the caller waits for its pod watch first).
 //

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "k8s/contract/fracpack.h"
 #include "node/api/deviceplugin.grpc.pb.h"
 
 namespace fracpack::node {
@@ -26,12 +27,6 @@ std::string join(const std::vector<std::string>& items) {
     if (!out.empty()) out += ",";
     out += s;
   }
-  return out;
-}
-
-std::string percent_text(int milli) {
-  std::string out = std::to_string(milli / 10);
-  if (milli % 10 != 0) out += "." + std::to_string(milli % 10);
   return out;
 }
 
@@ -93,7 +88,7 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
     // A whole card (or a record without memory) gets the card's memory.
     const int64_t mib = share.memory_mib > 0 && share.memory_mib < it->memory_mib ? share.memory_mib : it->memory_mib;
     memory.push_back(std::to_string(mib));
-    cores.push_back(percent_text(share.cores > 0 ? share.cores : 1000));
+    cores.push_back(k8s::cores_text(share.cores > 0 ? share.cores : 1000));
   }
   auto& env = *out.mutable_envs();
   if (options.visible_devices_env) env["NVIDIA_VISIBLE_DEVICES"] = join(uuids);

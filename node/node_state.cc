@@ -66,16 +66,6 @@ Result<Assignment> NodeState::peek(int devices) const {
   return matcher_.peek(devices);
 }
 
-std::pair<std::map<std::string, int>, std::string> NodeState::served() const {
-  std::lock_guard lock(mu_);
-  return {matcher_.served(), matcher_.last_uid()};
-}
-
-void NodeState::restore(std::map<std::string, int> served, std::string last_uid) {
-  std::lock_guard lock(mu_);
-  matcher_.restore(std::move(served), std::move(last_uid));
-}
-
 void NodeState::stop() {
   std::lock_guard lock(mu_);
   stopped_ = true;

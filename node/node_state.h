@@ -37,9 +37,6 @@ class NodeState {
   // `deadline`, then refuses with the matcher's reason.
   Result<Assignment> allocate(int devices, std::chrono::steady_clock::time_point deadline);
   Result<Assignment> peek(int devices) const;
-  // The matcher's served containers, for the state file.
-  std::pair<std::map<std::string, int>, std::string> served() const;
-  void restore(std::map<std::string, int> served, std::string last_uid);
 
   // Wakes every waiter for shutdown.
   void stop();

@@ -1,6 +1,8 @@
 #include "node/records.h"
 
-#include <charconv>
+#include <algorithm>
+
+#include "k8s/contract/kubernetes_rules.h"
 
 namespace fracpack::node {
 
@@ -12,10 +14,10 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots)
     c.index = d.index;
     c.uuid = d.uuid;
     c.model = d.model;
-    c.memory_mib = d.memory_mib;
+    // The contract needs a size: a card NVML could not size is unhealthy.
+    c.memory_mib = std::max<int64_t>(d.memory_mib, 1);
     c.numa = d.numa;
     c.healthy = d.healthy && d.memory_mib > 0;
-    c.memory_mib = std::max<int64_t>(c.memory_mib, 1);  // the contract needs a size; an unreadable card is unhealthy anyway
     c.max_sharers = slots;
     cards.push_back(std::move(c));
   }
@@ -24,68 +26,66 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots)
 
 bool may_wait(const k8s::Pod& pod) { return !pod.node_name.empty() && !pod.terminal() && !pod.meta.deleting && pod.phase != "Running"; }
 
+namespace {
+
+// The containers that ask `resource`, in kubelet's Allocate order.
+Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const std::string& resource) {
+  std::vector<GpuContainer> out;
+  auto add = [&](const k8s::Container& c, bool init) -> Status {
+    const std::string* limit = k8s::find(c.limits, resource);
+    int n = 0;
+    if (limit == nullptr) return Status::Ok();
+    if (!k8s::parse_decimal(*limit, n) || n < 0 || n > 64) {
+      return Error{"container " + c.name + ": resources.limits[" + resource + "]: " + k8s::in_quotes(*limit) + " is not a device count 0..64"};
+    }
+    if (n > 0) out.push_back(GpuContainer{c.name, init, n});
+    return Status::Ok();
+  };
+  for (const k8s::Container& c : pod.init_containers) {
+    if (Status s = add(c, true); !s.ok()) return Error{s.message()};
+  }
+  for (const k8s::Container& c : pod.containers) {
+    if (Status s = add(c, false); !s.ok()) return Error{s.message()};
+  }
+  return out;
+}
+
+// Each container's cards by the pod's record, which must be for `node`.
+Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const k8s::Pod& pod, const std::vector<GpuContainer>& containers,
+                                                                       const std::string& resource, const std::string& annotation,
+                                                                       const std::string& node) {
+  const std::string* record = pod.meta.annotation(annotation);
+  if (record == nullptr) return Error{"no annotation " + annotation + " (was it bound by fracpack?)"};
+  auto a = k8s::parse_allocation(*record);
+  if (!a) return Error{"annotation " + annotation + ": " + a.message()};
+  if (a->node != node) return Error{"annotation " + annotation + " names node " + a->node + ", not " + node};
+  std::vector<std::vector<scheduling::CardShare>> out;
+  for (const GpuContainer& c : containers) {
+    auto found = std::find_if(a->containers.begin(), a->containers.end(), [&](const auto& ca) { return ca.name == c.name; });
+    if (found == a->containers.end()) return Error{"annotation " + annotation + " has no cards for container " + c.name};
+    if (static_cast<int>(found->cards.size()) != c.devices) {
+      return Error{"annotation " + annotation + " gives container " + c.name + " " + std::to_string(found->cards.size()) +
+                   " card(s), but it asks " + std::to_string(c.devices) + " " + resource};
+    }
+    out.push_back(found->cards);
+  }
+  return out;
+}
+
+}  // namespace
+
 WaitingPod waiting_pod(const k8s::Pod& pod, const std::string& resource, const k8s::ContractNames& names, const std::string& node) {
   WaitingPod w;
   w.uid = pod.meta.uid;
   w.key = pod.key();
   w.creation_timestamp = pod.meta.creation_timestamp;
-  std::vector<const k8s::Container*> asking;
-  auto add = [&](const k8s::Container& c, bool init) -> Status {
-    const std::string* limit = k8s::find(c.limits, resource);
-    if (limit == nullptr) return Status::Ok();
-    int n = 0;
-    auto [p, ec] = std::from_chars(limit->data(), limit->data() + limit->size(), n);
-    if (ec != std::errc() || p != limit->data() + limit->size() || n < 0 || n > 64) {
-      return Error{"container " + c.name + ": resources.limits[" + resource + "]: \"" + *limit + "\" is not a device count 0..64"};
-    }
-    if (n == 0) return Status::Ok();
-    w.containers.push_back(GpuContainer{c.name, init, n});
-    return Status::Ok();
-  };
-  for (const k8s::Container& c : pod.init_containers) {
-    if (Status s = add(c, true); !s.ok()) {
-      w.cards = Error{s.message()};
-      return w;
-    }
-  }
-  for (const k8s::Container& c : pod.containers) {
-    if (Status s = add(c, false); !s.ok()) {
-      w.cards = Error{s.message()};
-      return w;
-    }
-  }
-  const std::string* record = pod.meta.annotation(names.allocation);
-  if (record == nullptr) {
-    w.cards = Error{"no annotation " + names.allocation + " (was it bound by fracpack?)"};
+  auto containers = gpu_containers(pod, resource);
+  if (!containers) {
+    w.cards = containers.error();
     return w;
   }
-  auto a = k8s::parse_allocation(*record);
-  if (!a) {
-    w.cards = Error{"annotation " + names.allocation + ": " + a.message()};
-    return w;
-  }
-  if (a->node != node) {
-    w.cards = Error{"annotation " + names.allocation + " names node " + a->node + ", not " + node};
-    return w;
-  }
-  std::vector<std::vector<scheduling::CardShare>> cards;
-  for (const GpuContainer& c : w.containers) {
-    const scheduling::ContainerAllocation* found = nullptr;
-    for (const auto& ca : a->containers) {
-      if (ca.name == c.name) found = &ca;
-    }
-    if (found == nullptr) {
-      w.cards = Error{"annotation " + names.allocation + " has no cards for container " + c.name};
-      return w;
-    }
-    if (static_cast<int>(found->cards.size()) != c.devices) {
-      w.cards = Error{"annotation " + names.allocation + " gives container " + c.name + " " + std::to_string(found->cards.size()) +
-                      " card(s), but it asks " + std::to_string(c.devices) + " " + resource};
-      return w;
-    }
-    cards.push_back(found->cards);
-  }
-  w.cards = std::move(cards);
+  w.containers = std::move(*containers);
+  w.cards = recorded_cards(pod, w.containers, resource, names.allocation, node);
   return w;
 }
 

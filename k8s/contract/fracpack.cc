@@ -197,14 +197,10 @@ Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
   return spec;
 }
 
-namespace {
-
 std::string cores_text(int milli) {
   if (milli % 10 == 0) return std::to_string(milli / 10);
   return std::to_string(milli / 10) + "." + std::to_string(milli % 10);
 }
-
-}  // namespace
 
 std::string format_allocation(const Allocation& a) {
   std::string out = "{\"node\":";

@@ -80,5 +80,8 @@ std::string format_indices(const scheduling::Allocation& allocation);
 std::optional<std::vector<int>> parse_indices(std::string_view text);
 // fracpack.io/gpu-devices:
 std::string format_devices(const std::vector<scheduling::Card>& cards);
+// A compute share in milli of a card as the record writes it, in percent
+// with at most one decimal (505 -> "50.5").
+std::string cores_text(int milli);
 
 }  // namespace fracpack::k8s

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/waiting_pods.h"
+
 namespace fracpack::node {
 namespace {
 
@@ -11,17 +13,7 @@ using scheduling::CardShare;
 CardShare share(int index, int64_t mib, int cores_milli) { return CardShare{index, "GPU-" + std::to_string(index), mib, cores_milli}; }
 
 WaitingPod pod(const std::string& name, const std::string& created, std::vector<std::pair<GpuContainer, std::vector<CardShare>>> cs) {
-  WaitingPod p;
-  p.uid = "uid-" + name;
-  p.key = "default/" + name;
-  p.creation_timestamp = created;
-  std::vector<std::vector<CardShare>> cards;
-  for (auto& [c, s] : cs) {
-    p.containers.push_back(c);
-    cards.push_back(s);
-  }
-  p.cards = cards;
-  return p;
+  return test::waiting_pod(name, created, std::move(cs));
 }
 
 GpuContainer ctr(const std::string& name, int devices, bool init = false) { return GpuContainer{name, init, devices}; }

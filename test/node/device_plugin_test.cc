@@ -10,6 +10,7 @@
 
 #include "node/api/deviceplugin.pb.h"
 #include "test/support/kubelet_double.h"
+#include "test/support/waiting_pods.h"
 
 namespace fracpack::node {
 namespace {
@@ -31,17 +32,7 @@ GpuDevice card(int index, int numa = 0) {
 CardShare share(int index, int64_t mib, int cores_milli) { return CardShare{index, card(index).uuid, mib, cores_milli}; }
 
 WaitingPod waiting(const std::string& name, std::vector<std::pair<GpuContainer, std::vector<CardShare>>> cs) {
-  WaitingPod p;
-  p.uid = "uid-" + name;
-  p.key = "default/" + name;
-  p.creation_timestamp = "2026-01-01T00:00:00Z";
-  std::vector<std::vector<CardShare>> cards;
-  for (auto& [c, s] : cs) {
-    p.containers.push_back(c);
-    cards.push_back(s);
-  }
-  p.cards = cards;
-  return p;
+  return test::waiting_pod(name, "2026-01-01T00:00:00Z", std::move(cs));
 }
 
 class DevicePluginTest : public ::testing::Test {

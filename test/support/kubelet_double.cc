@@ -48,6 +48,7 @@ KubeletDouble::~KubeletDouble() {
     changed_.notify_all();
   }
   worker_.join();
+  std::lock_guard dial(dial_mu_);
   stop_stream();
   if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
 }
@@ -80,6 +81,7 @@ void KubeletDouble::work() {
       pending_ = false;
       endpoint = endpoint_;
     }
+    std::lock_guard dial(dial_mu_);
     stop_stream();
     // kubelet's dial: insecure, authority "localhost", then the options and
     // ListAndWatch, kept open.
@@ -216,6 +218,7 @@ void KubeletDouble::remove_pod(const std::string& pod_uid) {
 }
 
 void KubeletDouble::restart() {
+  std::lock_guard dial(dial_mu_);
   stop_stream();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now());

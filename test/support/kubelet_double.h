@@ -89,6 +89,7 @@ class KubeletDouble {
   std::chrono::steady_clock::time_point last_list_at_{};
   std::map<std::string, std::string> devices_;
   std::map<std::string, std::set<std::string>> held_;  // pod uid -> IDs
+  std::mutex dial_mu_;    // the worker's dial-back and restart() take turns with the stream
   bool pending_ = false;  // a registration to dial back
   bool stopping_ = false;
   std::shared_ptr<grpc::Channel> channel_;
