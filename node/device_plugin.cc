@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "k8s/contract/fracpack.h"
+#include "k8s/contract/kubernetes_rules.h"
 #include "node/api/deviceplugin.grpc.pb.h"
 
 namespace fracpack::node {
@@ -32,11 +33,22 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::vector<std::string> device_ids(const GpuDevice& device, int slots) {
+namespace {
+
+// What a device's IDs begin with: "<uuid>-", or "gpu<index>-" when that
+// would make an ID longer than kubelet allows.
+std::string id_prefix(const GpuDevice& device, int slots) {
   std::string prefix = device.uuid + "-";
   if (device.uuid.empty() || prefix.size() + std::to_string(slots).size() > kMaxIdLength) {
     prefix = "gpu" + std::to_string(device.index) + "-";
   }
+  return prefix;
+}
+
+}  // namespace
+
+std::vector<std::string> device_ids(const GpuDevice& device, int slots) {
+  const std::string prefix = id_prefix(device, slots);
   std::vector<std::string> ids;
   ids.reserve(static_cast<size_t>(slots));
   for (int s = 0; s < slots; ++s) ids.push_back(prefix + std::to_string(s));
@@ -45,11 +57,11 @@ std::vector<std::string> device_ids(const GpuDevice& device, int slots) {
 
 const GpuDevice* device_of_id(const std::vector<GpuDevice>& devices, const std::string& id, int slots) {
   for (const GpuDevice& d : devices) {
-    const std::string first = device_ids(d, 1).front();
-    const std::string prefix = first.substr(0, first.size() - 1);
-    if (id.size() > prefix.size() && id.compare(0, prefix.size(), prefix) == 0) {
-      const std::string slot = id.substr(prefix.size());
-      if (slot.find_first_not_of("0123456789") == std::string::npos && std::stoi(slot) < slots) return &d;
+    const std::string prefix = id_prefix(d, slots);
+    int slot = -1;
+    if (id.compare(0, prefix.size(), prefix) == 0 && k8s::parse_decimal(std::string_view(id).substr(prefix.size()), slot) &&
+        slot >= 0 && slot < slots) {
+      return &d;
     }
   }
   return nullptr;
@@ -265,11 +277,18 @@ Status DevicePluginServer::start() {
 
 namespace {
 
-// The identity of a file (0 when absent): kubelet's socket recreated has a
-// new inode.
-ino_t inode_of(const std::string& path) {
+// The identity of a file ({} when absent). A socket recreated may get the
+// inode number just freed, so the change time is part of it.
+struct FileId {
+  ino_t inode = 0;
+  int64_t changed_ns = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+FileId file_id(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {st.st_ino, int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
 }
 
 }  // namespace
@@ -280,14 +299,14 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
   const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd >= 0) inotify_add_watch(fd, options_.plugin_dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
   bool registered = false;
-  ino_t kubelet = 0;
+  FileId kubelet;
   auto next_try = std::chrono::steady_clock::now();
   std::string last_error;
   while (!stop.stop_requested()) {
-    const ino_t now_kubelet = inode_of(kubelet_socket());
-    const bool ours = inode_of(socket_path()) != 0;
+    const FileId now_kubelet = file_id(kubelet_socket());
+    const bool ours = file_id(socket_path()).inode != 0;
     const bool due = std::chrono::steady_clock::now() >= next_try;
-    if ((!registered && due) || (registered && (!ours || now_kubelet != kubelet))) {
+    if ((!registered && due) || (registered && (!ours || !(now_kubelet == kubelet)))) {
       // kubelet recreated its socket but ours survived: registering again
       // is enough; otherwise serve afresh first.
       Status s = ours && registered ? register_with_kubelet() : start();

@@ -35,6 +35,22 @@ WaitingPod waiting(const std::string& name, std::vector<std::pair<GpuContainer, 
   return test::waiting_pod(name, "2026-01-01T00:00:00Z", std::move(cs));
 }
 
+TEST(DeviceIds, ALongUuidGivesShortIdsThatStillNameTheirCard) {
+  // kubelet allows 63 characters: a 61-character UUID (old MIG names) with
+  // two-digit slots does not fit, so the IDs fall back to the index, and
+  // reading an ID back must use the same rule.
+  GpuDevice d = card(5);
+  d.uuid = "MIG-GPU-" + std::string(53, 'a');
+  ASSERT_EQ(d.uuid.size(), 61u);
+  const std::vector<std::string> ids = device_ids(d, 32);
+  ASSERT_EQ(ids.size(), 32u);
+  EXPECT_EQ(ids[31], "gpu5-31");
+  const std::vector<GpuDevice> devices = {card(0), d};
+  for (const std::string& id : ids) EXPECT_EQ(device_of_id(devices, id, 32), &devices[1]) << id;
+  EXPECT_EQ(device_of_id(devices, "gpu5-32", 32), nullptr);  // past the slots
+  EXPECT_EQ(device_of_id(devices, card(0).uuid + "-7", 32), &devices[0]);
+}
+
 class DevicePluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -152,7 +168,19 @@ TEST_F(DevicePluginTest, ReRegistersWhenKubeletRestarts) {
   kubelet_->restart();
   ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
   EXPECT_GT(kubelet_->registrations(), before);
-  EXPECT_TRUE(std::filesystem::exists(plugin_->socket_path()));
+  // The plugin may have noticed the directory emptied in several steps
+  // (kubelet's socket gone, then its own): it settles on one registration
+  // with its socket in place.
+  int settled = kubelet_->registrations();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    std::this_thread::sleep_for(300ms);
+    const int now = kubelet_->registrations();
+    if (now == settled && std::filesystem::exists(plugin_->socket_path())) break;
+    settled = now;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the plugin never settled after kubelet's restart";
+  }
+  ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
   state_.set_pods({waiting("after", {{GpuContainer{"main", false, 1}, {share(1, 1024, 100)}}})});
   auto admitted = kubelet_->admit("uid-after", {{"main", 1}});
   ASSERT_TRUE(admitted.ok()) << admitted.message();

@@ -231,8 +231,12 @@ void KubeletDouble::restart() {
     resource_.clear();
   }
   // CleanupPluginDirectory: everything but the checkpoint goes.
-  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-    if (entry.path().filename() != "kubelet_internal_checkpoint") std::filesystem::remove(entry.path());
+  // The plugin may remove or recreate its socket meanwhile: no step throws.
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) files.push_back(entry.path());
+  for (const auto& f : files) {
+    if (f.filename() != "kubelet_internal_checkpoint") std::filesystem::remove(f, ec);
   }
   serve();
 }
