@@ -4,7 +4,8 @@
 #   docker build --build-arg FRACPACK_ARCH=x86-64-v2 -t fracpack:portable .   # pre-Haswell CPUs
 #
 # The runtime packages are the shared libraries the binary links
-# (test/manifests/dockerfile_test.sh checks them against ldd).
+# (test/manifests/dockerfile_test.sh checks them against ldd); gRPC and
+# protobuf are the node agent's (fracpack node-agent, the same binary).
 
 FROM debian:12 AS build
 RUN apt-get update \
@@ -31,11 +32,12 @@ FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libyaml-cpp0.7 libprometheus-cpp-core1.0 libsimdjson14 libssl3 ca-certificates \
+      libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libc-ares2 libre2-9 zlib1g \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/fracpack /usr/local/bin/fracpack
 COPY config/fracpack.yaml /etc/fracpack/fracpack.yaml
 # The distroless "nonroot" user; the Deployment runs with a read-only root.
 USER 65532:65532
-EXPOSE 8888 9090
+EXPOSE 8888 9090 8890
 ENTRYPOINT ["/usr/local/bin/fracpack"]
 CMD ["serve", "--config", "/etc/fracpack/fracpack.yaml"]

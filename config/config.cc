@@ -261,6 +261,12 @@ Status validate(const Config& c) {
     return Error{"cluster.bindFenceRead: expected consistent or resourceVersion, got \"" + c.cluster.bind_fence_read + "\""};
   }
   if (c.log.format != "json" && c.log.format != "logfmt") return Error{"log.format: expected json or logfmt, got \"" + c.log.format + "\""};
+  if (auto l = parse_listen(c.node_agent.listen); !l) return Error{"nodeAgent.listen: " + l.message()};
+  if (c.node_agent.without_devices != "fail" && c.node_agent.without_devices != "idle") {
+    return Error{"nodeAgent.withoutDevices: expected fail or idle, got \"" + c.node_agent.without_devices + "\""};
+  }
+  if (c.node_agent.device_plugin_dir.empty()) return Error{"nodeAgent.devicePluginDir: must not be empty"};
+  if (c.node_agent.nvml_library.empty()) return Error{"nodeAgent.nvmlLibrary: must not be empty"};
   return Status::Ok();
 }
 
@@ -421,6 +427,21 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   });
   err += gpushare.finish();
   err += contract.finish();
+
+  Section agent = top.sub("nodeAgent");
+  err += agent.check_is_map();
+  NodeAgentConfig& a = c.node_agent;
+  err += agent.field("nodeName", string_field(a.node_name));
+  err += agent.field("devicePluginDir", string_field(a.device_plugin_dir));
+  err += agent.field("nvmlLibrary", string_field(a.nvml_library));
+  err += agent.field("listen", string_field(a.listen));
+  err += agent.field("stateFile", string_field(a.state_file));
+  err += agent.field("idsPerCard", int_field(a.ids_per_card, 1, 1024));
+  err += agent.field("withoutDevices", string_field(a.without_devices));
+  err += agent.field("cdi", bool_field(a.cdi));
+  err += agent.field("visibleDevicesEnv", bool_field(a.visible_devices_env));
+  err += agent.field("recordWait", duration_field(a.record_wait, milliseconds(0), std::chrono::seconds(30)));
+  err += agent.finish();
   err += top.finish();
   if (!err.first.ok()) return Error{err.first.message()};
   if (Status s = validate(c); !s.ok()) {

@@ -75,6 +75,22 @@ struct LogConfig {
   bool operator==(const LogConfig&) const = default;
 };
 
+// `fracpack node-agent` (the DaemonSet on GPU nodes). It shares the
+// contract's names, cluster.kubeconfig and log with the extender.
+struct NodeAgentConfig {
+  std::string node_name;  // when $NODE_NAME is unset
+  std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string listen = "0.0.0.0:8890";  // /healthz, /readyz, /metrics
+  std::string state_file = "/var/lib/fracpack/node-agent.state";
+  int64_t ids_per_card = 32;            // device IDs per card: containers sharing it at most
+  std::string without_devices = "fail";  // no NVML or no cards: fail (exit 1) or idle
+  bool cdi = true;                      // Allocate names CDI devices
+  bool visible_devices_env = true;      // Allocate sets NVIDIA_VISIBLE_DEVICES
+  milliseconds record_wait{10000};      // an Allocate waits this long for its pod to be seen
+  bool operator==(const NodeAgentConfig&) const = default;
+};
+
 struct Config {
   std::string listen = "0.0.0.0:8888";
   std::string url_prefix = "/";  // the verbs are served under it: <prefix>filter, ...
@@ -91,6 +107,7 @@ struct Config {
   WorkloadConfig workload;
   LogConfig log;
   k8s::ContractConfig contract;  // "contract:" in the file: the profile, its names and options
+  NodeAgentConfig node_agent;    // "nodeAgent:"
   bool operator==(const Config&) const = default;
 };
 

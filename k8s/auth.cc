@@ -189,4 +189,10 @@ Result<ClientConfig> kubeconfig_config(const std::string& path, const std::strin
   return c;
 }
 
+Result<ClientConfig> cluster_client_config(const std::string& kubeconfig) {
+  auto cc = kubeconfig.empty() ? in_cluster_config() : kubeconfig_config(kubeconfig);
+  if (!cc) return Error{(kubeconfig.empty() ? std::string("in-cluster credentials: ") : "kubeconfig " + kubeconfig + ": ") + cc.message()};
+  return cc;
+}
+
 }  // namespace fracpack::k8s

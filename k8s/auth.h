@@ -24,6 +24,10 @@ Result<ClientConfig> in_cluster_config(const std::string& service_account_dir = 
 // basic auth are refused with a message saying so.
 Result<ClientConfig> kubeconfig_config(const std::string& path = "", const std::string& context = "");
 
+// What a command uses: `kubeconfig` when given, else the in-cluster
+// account; the error names which one failed.
+Result<ClientConfig> cluster_client_config(const std::string& kubeconfig);
+
 // RFC 4648 base64 (the *-data fields).
 Result<std::string> base64_decode(std::string_view text);
 

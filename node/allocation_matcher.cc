@@ -87,14 +87,40 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
     }
     return Error{why};
   }
+  // kubelet admits pods in the order their binds reach it: the earliest
+  // seen bound here goes first. Pods seen first in one list (or before
+  // kubelet restarted) came in an unknown order; among them only
+  // equivalent ones can be told apart (the oldest, as kubelet sorts a
+  // batch by creation time).
+  auto arrival = [this](const WaitingPod* p) { return std::max(p->arrival, merged_upto_); };
+  uint64_t first = arrival(candidates.front());
+  for (const WaitingPod* c : candidates) first = std::min(first, arrival(c));
+  std::vector<const WaitingPod*> earliest;
   for (const WaitingPod* c : candidates) {
-    if (!equivalent(*candidates.front(), 0, *c, 0)) {
-      std::string why = "cannot tell which pod kubelet is admitting: pods";
-      for (const WaitingPod* x : candidates) why += " " + x->key;
-      return Error{why + " each wait for a container asking " + asked + " on different cards"};
+    if (arrival(c) == first) earliest.push_back(c);
+  }
+  auto ambiguous = [&asked](const std::vector<const WaitingPod*>& pods, const std::string& how) -> Error {
+    std::string why = "cannot tell which pod kubelet is admitting: pods";
+    for (const WaitingPod* x : pods) why += " " + x->key;
+    return Error{why + how + " each wait for a container asking " + asked + " on different cards"};
+  };
+  for (const WaitingPod* c : earliest) {
+    if (!equivalent(*earliest.front(), 0, *c, 0)) return ambiguous(earliest, " were seen bound together and");
+  }
+  // kubelet takes pods that reach it together (its own relist) oldest
+  // first: a later-bound pod that is older, on other cards, could be the
+  // one it admits.
+  const WaitingPod* chosen = earliest.front();
+  for (const WaitingPod* c : candidates) {
+    if (c->creation_timestamp < chosen->creation_timestamp && !equivalent(*chosen, 0, *c, 0)) {
+      return ambiguous({chosen, c}, " (bound in the other order than created) both");
     }
   }
-  return std::make_pair(candidates.front(), size_t{0});
+  return std::make_pair(chosen, size_t{0});
+}
+
+void AllocationMatcher::merge_arrivals() {
+  for (const WaitingPod& p : pods_) merged_upto_ = std::max(merged_upto_, p.arrival);
 }
 
 Result<Assignment> AllocationMatcher::peek(int devices) const {

@@ -8,29 +8,49 @@
 // pod, allocates its containers in order (init containers, then app
 // containers; only those asking the device resource), one Allocate each.
 // So once a pod's first container is identified, the pod's next Allocate
-// calls are its next containers (unless its admission failed on something
-// else in between: kubelet then fails that pod, and the matcher would take
-// the next pod's first container for the failed pod's next; a refusal of
-// ours ends the pod's admission here too). The first container is identified by the
-// number of devices kubelet asks for among the pods still waiting:
+// calls are its next containers (a refusal of ours ends the pod's
+// admission). The first container is identified by the number of devices
+// kubelet asks for, among the pods still waiting, and then by the order
+// kubelet admits pods in: the order their binds reach it. kubelet's pod
+// source and the agent's pod watch are the same query (spec.nodeName=<node>)
+// on the same ordered stream, and kubelet takes each added pod as one
+// update, so the pod the agent saw bound first is the one kubelet admits
+// first (`arrival`). Pods the agent first saw in one list (its start, a
+// relist) have no known order among themselves:
 //
 //   one candidate                 it.
-//   several, all equivalent       the oldest: equivalent pods (the same
-//                                 remaining containers on the same cards
+//   several, one seen first       it, unless another is older on other
+//                                 cards (kubelet takes pods that reach it
+//                                 together, after its own relist or
+//                                 restart, oldest first): refused.
+//   several seen together,        the oldest: equivalent pods (the same
+//     all equivalent              remaining containers on the same cards
 //                                 with the same shares) get the same cards,
 //                                 so the choice cannot differ from the
 //                                 extender's.
-//   several, not equivalent       refused, naming them: handing one pod
-//                                 another's cards would put the ledger and
+//   several seen together,        refused, naming them: handing one pod
+//     not equivalent              another's cards would put the ledger and
 //                                 the cards out of step for good: when one
 //                                 leaves, the wrong card is freed. kubelet
 //                                 reports the refusal on the pod.
 //   none                          refused: no record names this container
 //                                 (the caller waits for its pod watch first).
 //
+// What this cannot see: a pod kubelet rejects before its devices are
+// allocated (an eviction or sysctl admission handler runs first) stays a
+// candidate until its status says Failed; the next pod's Allocate in that
+// window would be matched to it. Those handlers reject pods the scheduler
+// should not have bound (node pressure); the window is one status update.
+// And kubelet's own relist (its watch expired) hands it the pods bound
+// meanwhile at once, sorted by creation time, ties in no set order: pods
+// created in the same second, bound during that relist, on different
+// cards, are taken in the agent's arrival order, which kubelet may not
+// follow.
+//
 // Pure and deterministic: the agent feeds it the pods and serialises calls.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,7 +72,10 @@ struct GpuContainer {
 struct WaitingPod {
   std::string uid;
   std::string key;                 // namespace/name
-  std::string creation_timestamp;  // RFC 3339: kubelet admits older pods first
+  std::string creation_timestamp;  // RFC 3339: kubelet sorts pods that arrive together by it
+  // When the agent first saw the pod bound to its node (a sequence number;
+  // pods first seen in one list share theirs).
+  uint64_t arrival = 0;
   std::vector<GpuContainer> containers;  // in kubelet's Allocate order
   // The record's cards per container (same order), or why the record
   // cannot serve (missing, malformed, another node, a container missing).
@@ -80,10 +103,15 @@ class AllocationMatcher {
   // later pod event may bring it) rather than ambiguity.
   bool lacks_candidate(int devices) const;
 
+  // kubelet restarted: it sees every pod bound so far at once, so their
+  // arrival order no longer says which it admits first.
+  void merge_arrivals();
+
   // Containers served per pod UID (the agent persists it across restarts).
   const std::map<std::string, int>& served() const { return served_; }
   void restore(std::map<std::string, int> served, std::string last_uid);
   const std::string& last_uid() const { return last_uid_; }
+  size_t pods() const { return pods_.size(); }
 
  private:
   // The pod and its next container index for `devices`.
@@ -94,6 +122,7 @@ class AllocationMatcher {
   std::vector<WaitingPod> pods_;
   std::map<std::string, int> served_;  // uid -> containers allocated
   std::string last_uid_;               // the pod kubelet allocated to last
+  uint64_t merged_upto_ = 0;           // arrivals up to this one count as one (merge_arrivals)
 };
 
 // Whether a's containers from index `from_a` on and b's from `from_b` on ask

@@ -126,6 +126,18 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
 }
 
 // The gRPC service: kubelet's calls, answered from the node state.
+namespace {
+
+void report(const DevicePluginOptions& options, bool problem, const std::string& message) {
+  if (options.report) {
+    options.report(problem, message);
+  } else {
+    std::fprintf(stderr, "fracpack node-agent: %s\n", message.c_str());
+  }
+}
+
+}  // namespace
+
 class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service {
  public:
   Service(const DevicePluginOptions& options, NodeState& state, DevicePluginStats& stats)
@@ -166,7 +178,9 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
       for (const std::string& id : picked) covered.insert(device_of_id(devices, id, options_.slots));
       // One free ID on each card the record names, so kubelet's topology
       // and its view of which card is busy match the placement.
-      if (auto a = state_.peek(cr.allocation_size())) {
+      // kubelet asks right after the bind reached it: the pod watch may
+      // still be a moment behind.
+      if (auto a = state_.peek(cr.allocation_size(), std::chrono::steady_clock::now() + options_.record_wait)) {
         for (const scheduling::CardShare& share : a->cards) {
           if (static_cast<int>(picked.size()) >= cr.allocation_size()) break;
           for (const std::string& id : cr.available_deviceids()) {
@@ -193,11 +207,17 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
       Status filled = a ? fill_container(*a, state_.devices(), options_, *out->add_container_responses()) : Status(a.error());
       if (!filled.ok()) {
         stats_.allocation_failures.fetch_add(1, std::memory_order_relaxed);
-        std::fprintf(stderr, "fracpack node-agent: Allocate of %d device(s) refused: %s\n", n, filled.message().c_str());
+        report(options_, true, "Allocate of " + std::to_string(n) + " device(s) refused: " + filled.message());
         // kubelet shows this message on the pod (UnexpectedAdmissionError).
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "fracpack: " + filled.message());
       }
       stats_.allocations.fetch_add(1, std::memory_order_relaxed);
+      std::string cards;
+      for (const scheduling::CardShare& c : a->cards) {
+        cards += (cards.empty() ? "" : ", ") + std::to_string(c.index) + " " + c.uuid + " (" + k8s::cores_text(c.cores) + "%, " +
+                 std::to_string(c.memory_mib) + " MiB)";
+      }
+      report(options_, false, "allocated " + a->pod_key + " container " + a->container + ": " + cards);
     }
     return grpc::Status::OK;
   }
@@ -306,15 +326,17 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
     const FileId now_kubelet = file_id(kubelet_socket());
     const bool ours = file_id(socket_path()).inode != 0;
     const bool due = std::chrono::steady_clock::now() >= next_try;
+    if (registered && !(now_kubelet == kubelet)) state_.kubelet_restarted();  // it sees every bound pod at once
     if ((!registered && due) || (registered && (!ours || !(now_kubelet == kubelet)))) {
       // kubelet recreated its socket but ours survived: registering again
       // is enough; otherwise serve afresh first.
       Status s = ours && registered ? register_with_kubelet() : start();
       registered = s.ok();
+      stats_.registered.store(registered, std::memory_order_relaxed);
       kubelet = now_kubelet;
       if (!s.ok()) {
         next_try = std::chrono::steady_clock::now() + retry;
-        if (s.message() != last_error) std::fprintf(stderr, "fracpack node-agent: %s (retrying)\n", s.message().c_str());
+        if (s.message() != last_error) report(options_, true, s.message() + " (retrying)");
         last_error = s.message();
       } else {
         last_error.clear();
@@ -330,6 +352,7 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
     }
   }
   if (fd >= 0) ::close(fd);
+  stats_.registered.store(false, std::memory_order_relaxed);
   shutdown();
 }
 

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -50,6 +51,11 @@ struct DevicePluginOptions {
   std::string cdi_kind = "nvidia.com/gpu";
   // How long an Allocate waits for the pod watch to show its record.
   std::chrono::milliseconds record_wait{10000};
+  // Where the plugin reports what it did: each container served
+  // (problem false), each refusal and failed registration (problem true;
+  // a registration failure once per distinct message). Default: stderr.
+  // The agent hands it to its log.
+  std::function<void(bool problem, const std::string& message)> report;
 };
 
 // The IDs of a device: "<uuid>-<slot>" (kubelet allows 63 characters; a
@@ -72,6 +78,7 @@ Status fill_container(const Assignment& assignment, const std::vector<GpuDevice>
 // Counters the agent's /metrics shows.
 struct DevicePluginStats {
   std::atomic<uint64_t> registrations{0};
+  std::atomic<bool> registered{false};          // kubelet has the plugin now
   std::atomic<uint64_t> allocations{0};         // containers served
   std::atomic<uint64_t> allocation_failures{0}; // containers refused
   std::atomic<uint64_t> list_updates{0};        // ListAndWatch messages sent

@@ -53,17 +53,54 @@ void NodeState::set_pods(std::vector<WaitingPod> pods) {
 Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
   for (;;) {
-    auto a = matcher_.allocate(devices);
-    if (a || stopped_ || std::chrono::steady_clock::now() >= deadline) return a;
-    if (!matcher_.lacks_candidate(devices)) return a;  // ambiguous: no event will settle it
+    // Only a settled answer is served or refused: a refusal ends the pod
+    // kubelet was in the middle of, so a retry must not.
+    const bool settled = matcher_.peek(devices) || stopped_ || std::chrono::steady_clock::now() >= deadline ||
+                         !matcher_.lacks_candidate(devices);  // (ambiguity: no pod event will settle it)
+    if (settled) {
+      auto a = matcher_.allocate(devices);
+      if (persist_ && (matcher_.served() != persisted_served_ || matcher_.last_uid() != persisted_last_)) {
+        persisted_served_ = matcher_.served();
+        persisted_last_ = matcher_.last_uid();
+        persist_(persisted_served_, persisted_last_);
+      }
+      return a;
+    }
     const uint64_t seen = pods_version_;
     changed_.wait_until(lock, deadline, [&] { return stopped_ || pods_version_ != seen; });
   }
 }
 
-Result<Assignment> NodeState::peek(int devices) const {
+Result<Assignment> NodeState::peek(int devices, std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    auto a = matcher_.peek(devices);
+    if (a || stopped_ || std::chrono::steady_clock::now() >= deadline || !matcher_.lacks_candidate(devices)) return a;
+    const uint64_t seen = pods_version_;
+    changed_.wait_until(lock, deadline, [&] { return stopped_ || pods_version_ != seen; });
+  }
+}
+
+void NodeState::kubelet_restarted() {
   std::lock_guard lock(mu_);
-  return matcher_.peek(devices);
+  matcher_.merge_arrivals();
+}
+
+size_t NodeState::waiting_pods() const {
+  std::lock_guard lock(mu_);
+  return matcher_.pods();
+}
+
+void NodeState::set_persist(Persist persist) {
+  std::lock_guard lock(mu_);
+  persist_ = std::move(persist);
+}
+
+void NodeState::restore(std::map<std::string, int> served, std::string last_uid) {
+  std::lock_guard lock(mu_);
+  persisted_served_ = served;
+  persisted_last_ = last_uid;
+  matcher_.restore(std::move(served), std::move(last_uid));
 }
 
 void NodeState::stop() {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,7 +38,21 @@ class NodeState {
   // waits for the pod watch (a bind the agent has not seen yet) until
   // `deadline`, then refuses with the matcher's reason.
   Result<Assignment> allocate(int devices, std::chrono::steady_clock::time_point deadline);
-  Result<Assignment> peek(int devices) const;
+  // What allocate would answer (GetPreferredAllocation), waiting for the
+  // pod watch the same way.
+  Result<Assignment> peek(int devices, std::chrono::steady_clock::time_point deadline) const;
+  size_t waiting_pods() const;
+  // kubelet restarted (the device plugin saw its socket recreated).
+  void kubelet_restarted();
+
+  // What the matcher has served survives the agent's restart (a pod whose
+  // containers were all allocated but that is not running yet must not be
+  // taken for a new one): `persist` is called after every allocate, under
+  // the state's lock, before kubelet gets its answer; restore() puts a
+  // saved state back before the first pod list.
+  using Persist = std::function<void(const std::map<std::string, int>& served, const std::string& last_uid)>;
+  void set_persist(Persist persist);
+  void restore(std::map<std::string, int> served, std::string last_uid);
 
   // Wakes every waiter for shutdown.
   void stop();
@@ -49,6 +65,9 @@ class NodeState {
   uint64_t devices_version_ = 0;
   uint64_t pods_version_ = 0;
   AllocationMatcher matcher_;
+  Persist persist_;
+  std::map<std::string, int> persisted_served_;  // what persist_ was last given
+  std::string persisted_last_;
   bool stopped_ = false;
 };
 

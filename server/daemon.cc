@@ -135,11 +135,8 @@ Status Daemon::start() {
     if (options_.client) {
       client_ = *options_.client;
     } else {
-      auto cc = c.cluster.kubeconfig.empty() ? k8s::in_cluster_config() : k8s::kubeconfig_config(c.cluster.kubeconfig);
-      if (!cc) {
-        return Error{(c.cluster.kubeconfig.empty() ? std::string("in-cluster credentials: ") : "kubeconfig " + c.cluster.kubeconfig + ": ") +
-                     cc.message() + " (give --kubeconfig, or --snapshot for the standalone mode)"};
-      }
+      auto cc = k8s::cluster_client_config(c.cluster.kubeconfig);
+      if (!cc) return Error{cc.message() + " (give --kubeconfig, or --snapshot for the standalone mode)"};
       client_ = *cc;
     }
     client_->request_timeout = c.cluster.request_timeout;

@@ -1,6 +1,7 @@
 // fracpack: a kube-scheduler extender for fractional GPU placement.
 // One binary, subcommands by layer: replay and convert drive the scheduling
-// core offline; serve is the extender; inspect shows its ledger.
+// core offline; serve is the extender; node-agent its device plugin on each
+// GPU node; inspect shows the ledger.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -17,6 +18,7 @@ commands:
   replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods -A -o json)
   convert openb     write the openb trace as a cluster snapshot
   serve             run the kube-scheduler extender (HTTP)
+  node-agent        run the node agent on a GPU node (kubelet device plugin)
   inspect           show per node and card what is reserved (a server or a snapshot)
   version           print the version
 
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "snapshot") return cmd_replay_snapshot(rest(2));
     if (args[0] == "convert" && args.size() >= 2 && args[1] == "openb") return cmd_convert_openb(rest(2));
     if (args[0] == "serve") return cmd_serve(rest(1));
+    if (args[0] == "node-agent") return cmd_node_agent(rest(1));
     if (args[0] == "inspect") return cmd_inspect(rest(1));
     if (args[0] == "replay" || args[0] == "convert") {
       return usage_error(args[0] + " needs a source: " + (args[0] == "replay" ? "openb or snapshot" : "openb"));

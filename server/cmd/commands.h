@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "scheduling/replay/openb.h"
 #include "scheduling/result.h"
 #include "server/cmd/args.h"
@@ -17,7 +18,15 @@ int cmd_replay_openb(const std::vector<std::string>& argv);
 int cmd_replay_snapshot(const std::vector<std::string>& argv);
 int cmd_convert_openb(const std::vector<std::string>& argv);
 int cmd_serve(const std::vector<std::string>& argv);
+int cmd_node_agent(const std::vector<std::string>& argv);
 int cmd_inspect(const std::vector<std::string>& argv);
+
+// A long-running command's process (serve, node-agent): the log as
+// configured; SIGTERM and SIGINT blocked in every thread (started after
+// this) for wait_for_stop_signal; SIGPIPE ignored.
+void start_service_process(const config::Config& c);
+// Waits for SIGTERM or SIGINT; its name.
+const char* wait_for_stop_signal();
 
 // Prints "fracpack: <message>" to stderr and returns 2 (usage) or 1 (failure).
 int usage_error(const std::string& message);

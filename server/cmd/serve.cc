@@ -1,6 +1,4 @@
 // fracpack serve: the extender kube-scheduler calls (see server/daemon.h).
-#include <signal.h>
-
 #include <iostream>
 
 #include "config/config.h"
@@ -85,19 +83,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     std::cout << "configuration ok\n";
     return 0;
   }
-  server::LogLevel level = server::LogLevel::kInfo;
-  server::LogFormat format = server::LogFormat::kJson;
-  server::parse_log_level(c.log.level, &level);  // validate() accepted them
-  server::parse_log_format(c.log.format, &format);
-  server::configure_log(level, format);
-
-  // Every thread inherits the blocked signals; this one waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  start_service_process(c);
 
   server::tune_allocator_for_large_bodies();
   server::DaemonOptions options;
@@ -105,9 +91,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   options.version = FRACPACK_VERSION_STRING;
   server::Daemon daemon(std::move(options));
   if (auto s = daemon.start(); !s.ok()) return fail(s.message());
-  int sig = 0;
-  sigwait(&signals, &sig);
-  server::log_info("draining", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  server::log_info("draining", {{"signal", wait_for_stop_signal()}});
   daemon.drain(std::chrono::seconds(10));
   server::log_info("stopped");
   return 0;

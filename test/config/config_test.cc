@@ -93,6 +93,10 @@ const Broken kBroken[] = {
     {"list for a string", "listen: [a]\n", "1: listen: expected a string"},
     {"top level not a mapping", "- listen\n", "1: (top level): expected a mapping of keys"},
     {"invalid YAML", "listen: \":8888\"\npolicy: {name: fgd\n", "3: invalid YAML"},
+    {"node agent without-devices mode", "nodeAgent:\n  withoutDevices: sleep\n", "2: nodeAgent.withoutDevices: expected fail or idle"},
+    {"node agent IDs per card", "nodeAgent:\n  idsPerCard: 0\n", "2: nodeAgent.idsPerCard: 0 is out of range [1, 1024]"},
+    {"node agent record wait", "nodeAgent:\n  recordWait: 2m\n", "2: nodeAgent.recordWait: 2m is out of range"},
+    {"node agent listen", "nodeAgent:\n  listen: nowhere\n", "2: nodeAgent.listen: expected HOST:PORT"},
 };
 
 void PrintTo(const Broken& b, std::ostream* os) { *os << b.name; }
@@ -149,10 +153,27 @@ TEST(CheckConfig, FlagsOverrideTheFileAndAreValidatedToo) {
   std::remove(path.c_str());
 }
 
+TEST(CheckConfig, TheNodeAgentTakesItsNodeFromTheFlagThenTheEnvironmentAndSpeaksFracpackOnly) {
+  const std::string path = ::testing::TempDir() + "fracpack-agent.yaml";
+  std::ofstream(path) << "nodeAgent:\n  idsPerCard: 8\n";
+  auto nameless = run_fracpack({"node-agent", "--config", path, "--check-config"});
+  EXPECT_EQ(nameless.exit_code, 1);
+  EXPECT_NE(nameless.err.find("no node name: give --node-name or set NODE_NAME"), std::string::npos) << nameless.err;
+  EXPECT_EQ(run_fracpack({"node-agent", "--config", path, "--node-name", "gpu-1", "--check-config"}).exit_code, 0);
+  auto bad_ids = run_fracpack({"node-agent", "--node-name", "gpu-1", "--ids-per-card", "0", "--check-config"});
+  EXPECT_EQ(bad_ids.exit_code, 2);
+  EXPECT_NE(bad_ids.err.find("--ids-per-card: expected a whole number 1..1024"), std::string::npos) << bad_ids.err;
+  std::ofstream(path) << "contract:\n  profile: hami\n";
+  auto hami = run_fracpack({"node-agent", "--config", path, "--node-name", "gpu-1", "--check-config"});
+  EXPECT_EQ(hami.exit_code, 1);
+  EXPECT_NE(hami.err.find("the node agent carries out the fracpack contract only"), std::string::npos) << hami.err;
+  std::remove(path.c_str());
+}
+
 TEST(Cli, EveryCommandAnswersHelp) {
   for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
            {"--help"}, {"serve", "--help"}, {"inspect", "--help"}, {"replay", "openb", "--help"}, {"replay", "snapshot", "--help"},
-           {"convert", "openb", "--help"}}) {
+           {"convert", "openb", "--help"}, {"node-agent", "--help"}}) {
     auto r = run_fracpack(cmd);
     std::string joined;
     for (const auto& a : cmd) joined += a + " ";

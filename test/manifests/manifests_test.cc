@@ -50,7 +50,7 @@ Objects load_file(const fs::path& p) {
 // The plain manifests of an installation (not the Namespace, not the examples).
 Objects plain_installation() {
   Objects out;
-  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "monitoring/servicemonitor.yaml"}) {
+  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "monitoring/servicemonitor.yaml", "node-agent.yaml"}) {
     for (auto& o : load_file(kManifests / f)) out.push_back(o);
   }
   return out;
@@ -330,10 +330,108 @@ std::set<std::string> grants(YAML::Node rules, Problems& out, const std::string&
   return g;
 }
 
+// The cluster-wide grants bound to a namespace's service account.
+std::set<std::string> cluster_grants(const Objects& objects, const std::string& sa, const std::string& ns, Problems& out) {
+  std::set<std::string> held;
+  for (auto b : objects) {
+    if (str(b["kind"]) != "ClusterRoleBinding") continue;
+    bool binds = false;
+    for (auto s : b["subjects"]) binds |= str(s["kind"]) == "ServiceAccount" && str(s["name"]) == sa && str(s["namespace"]) == ns;
+    if (!binds) continue;
+    YAML::Node* role = find(objects, "ClusterRole", str(b["roleRef"]["name"]));
+    if (!role) {
+      out.push_back(key_of(b) + ": roleRef " + str(b["roleRef"]["name"]) + " does not exist");
+      continue;
+    }
+    for (const auto& g : grants((*role)["rules"], out, key_of(*role))) held.insert(g);
+  }
+  return held;
+}
+
+// The node agent's DaemonSet, with the fracpack profile only: kubelet's
+// device-plugin directory and the state file's directory from the host at
+// the paths its flags name, its node's name, probes on its listener, no
+// privilege, and exactly its API calls (RbacMatchesTheCode).
+void check_node_agent(const Objects& objects, const config::Config& fc, Problems& out) {
+  YAML::Node* ds = find(objects, "DaemonSet", "fracpack-node-agent");
+  if (fc.contract.profile != "fracpack") {
+    if (ds) out.push_back("DaemonSet fracpack-node-agent: only with the fracpack profile (with " + fc.contract.profile + ", the peer's device plugin runs)");
+    return;
+  }
+  if (!ds) {
+    out.push_back("no DaemonSet fracpack-node-agent (the fracpack profile needs its node agent)");
+    return;
+  }
+  YAML::Node pod = (*ds)["spec"]["template"]["spec"];
+  YAML::Node labels = (*ds)["spec"]["template"]["metadata"]["labels"];
+  for (auto it = (*ds)["spec"]["selector"]["matchLabels"].begin(); it != (*ds)["spec"]["selector"]["matchLabels"].end(); ++it) {
+    if (str(labels[it->first.Scalar()]) != str(it->second)) out.push_back("DaemonSet: selector does not match the pod labels");
+  }
+  std::unique_ptr<const YAML::Node> agent(container(*ds, [](YAML::Node c) { return str(c["args"][0]) == "node-agent"; }));
+  if (!agent) {
+    out.push_back("DaemonSet: needs a fracpack node-agent container");
+    return;
+  }
+  YAML::Node c = YAML::Clone(*agent);
+  std::map<std::string, std::string> flags;
+  for (auto a : c["args"]) {
+    const std::string arg = str(a);
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) flags[arg.substr(2, arg.find('=') - 2)] = arg.substr(arg.find('=') + 1);
+  }
+  const config::NodeAgentConfig defaults;
+  auto flag = [&](const std::string& k, const std::string& d) { return flags.count(k) ? flags[k] : d; };
+  // The contract's names (the resource, the annotations) are the extender's.
+  check_config_mount(pod, c, "fracpack.yaml", out);
+  bool node_name = false;
+  for (auto e : c["env"]) node_name |= str(e["name"]) == "NODE_NAME" && str(e["valueFrom"]["fieldRef"]["fieldPath"]) == "spec.nodeName";
+  if (!node_name && !flags.count("node-name")) out.push_back("node-agent: NODE_NAME must come from the field spec.nodeName");
+  const std::string state_file = flag("state-file", defaults.state_file);
+  for (const std::string& dir : {flag("device-plugin-dir", defaults.device_plugin_dir), state_file.substr(0, state_file.rfind('/'))}) {
+    bool mounted = false;
+    for (auto m : c["volumeMounts"]) {
+      if (str(m["mountPath"]) != dir) continue;
+      for (auto v : pod["volumes"]) mounted |= str(v["name"]) == str(m["name"]) && str(v["hostPath"]["path"]) == dir;
+    }
+    if (!mounted) out.push_back("node-agent: " + dir + " must be the host's (a hostPath volume mounted at the same path)");
+  }
+  for (auto v : pod["volumes"]) {
+    const std::string host = str(v["hostPath"]["path"]);
+    if (!host.empty() && host != flag("device-plugin-dir", defaults.device_plugin_dir) && host != state_file.substr(0, state_file.rfind('/'))) {
+      out.push_back("node-agent: hostPath " + host + " is more of the host than it needs");
+    }
+  }
+  YAML::Node sc = c["securityContext"];
+  if (sc["privileged"].IsDefined() && sc["privileged"].as<bool>()) out.push_back("node-agent: privileged");
+  if (!sc["allowPrivilegeEscalation"].IsDefined() || sc["allowPrivilegeEscalation"].as<bool>()) out.push_back("node-agent: allowPrivilegeEscalation: false");
+  if (!sc["readOnlyRootFilesystem"].IsDefined() || !sc["readOnlyRootFilesystem"].as<bool>()) out.push_back("node-agent: readOnlyRootFilesystem: true");
+  bool drop_all = false;
+  for (auto d : sc["capabilities"]["drop"]) drop_all |= str(d) == "ALL";
+  if (!drop_all) out.push_back("node-agent: capabilities.drop: [ALL]");
+  if (str(c["resources"]["requests"]["cpu"]).empty() || str(c["resources"]["limits"]["memory"]).empty()) {
+    out.push_back("node-agent: resources: a cpu request and a memory limit");
+  }
+  auto listen = config::parse_listen(flag("listen", defaults.listen));
+  for (const auto& [probe, path] : std::vector<std::pair<std::string, std::string>>{{"readinessProbe", "/readyz"}, {"livenessProbe", "/healthz"}}) {
+    YAML::Node get = c[probe]["httpGet"];
+    if (str(get["path"]) != path) out.push_back("node-agent: " + probe + " must GET " + path);
+    int port = -1;
+    for (auto p : c["ports"]) {
+      if (str(p["name"]) == str(get["port"])) port = p["containerPort"].as<int>();
+    }
+    if (!listen || port != listen->second) out.push_back("node-agent: " + probe + " port is not the agent's --listen port");
+  }
+  const std::string sa = str(pod["serviceAccountName"]);
+  if (!find(objects, "ServiceAccount", sa)) out.push_back("DaemonSet: serviceAccountName has no ServiceAccount");
+  const std::set<std::string> want = {"|nodes|get", "|nodes|patch", "|pods|list", "|pods|watch"};
+  if (cluster_grants(objects, sa, str((*ds)["metadata"]["namespace"]), out) != want) {
+    out.push_back("node-agent: cluster-wide grants must be exactly get+patch nodes, list+watch pods");
+  }
+}
+
 Problems check_installation(const Objects& objects) {
   Problems out;
   static const std::map<std::string, std::string> api_version = {
-      {"ServiceAccount", "v1"}, {"ConfigMap", "v1"}, {"Service", "v1"}, {"Deployment", "apps/v1"},
+      {"ServiceAccount", "v1"}, {"ConfigMap", "v1"}, {"Service", "v1"}, {"Deployment", "apps/v1"}, {"DaemonSet", "apps/v1"},
       {"ClusterRole", "rbac.authorization.k8s.io/v1"}, {"ClusterRoleBinding", "rbac.authorization.k8s.io/v1"},
       {"Role", "rbac.authorization.k8s.io/v1"}, {"RoleBinding", "rbac.authorization.k8s.io/v1"},
       {"ServiceMonitor", "monitoring.coreos.com/v1"}};
@@ -380,6 +478,9 @@ Problems check_installation(const Objects& objects) {
   }
   check_config_mount(pod, *scheduler, "scheduler-config.yaml", out);
   check_config_mount(pod, *fracpack, "fracpack.yaml", out);
+  check_node_agent(objects, fc, out);
+  YAML::Node* agent_ds = find(objects, "DaemonSet", "fracpack-node-agent");
+  const std::string agent_sa = agent_ds ? str((*agent_ds)["spec"]["template"]["spec"]["serviceAccountName"]) : "";
   check_locked_down(pod, out);
   if (!find(objects, "ServiceAccount", str(pod["serviceAccountName"]))) out.push_back("Deployment: serviceAccountName has no ServiceAccount");
 
@@ -428,8 +529,12 @@ Problems check_installation(const Objects& objects) {
   for (auto b : objects) {
     const std::string kind = str(b["kind"]);
     if (kind != "ClusterRoleBinding" && kind != "RoleBinding") continue;
-    bool ours = false;
-    for (auto s : b["subjects"]) ours |= str(s["kind"]) == "ServiceAccount" && str(s["name"]) == sa && str(s["namespace"]) == ns;
+    bool ours = false, agents = false;
+    for (auto s : b["subjects"]) {
+      ours |= str(s["kind"]) == "ServiceAccount" && str(s["name"]) == sa && str(s["namespace"]) == ns;
+      agents |= !agent_sa.empty() && str(s["kind"]) == "ServiceAccount" && str(s["name"]) == agent_sa;
+    }
+    if (agents && !ours) continue;  // the node agent's (check_node_agent)
     if (!ours) {
       out.push_back(key_of(b) + ": binds no subject of ours");
       continue;
@@ -486,7 +591,7 @@ std::string list(const Problems& p) {
 
 TEST(Manifests, PlainInstallationIsCompleteAndConsistent) {
   const Objects objects = plain_installation();
-  EXPECT_EQ(objects.size(), 12u);
+  EXPECT_EQ(objects.size(), 16u);
   const Problems p = check_installation(objects);
   EXPECT_TRUE(p.empty()) << list(p);
   const Objects ns = load_file(kManifests / "namespace.yaml");
@@ -557,6 +662,26 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
          }
        },
        "Service: selector does not match"},
+      {"node agent without kubelet's directory", [&](Objects& o) {
+         YAML::Node ds = *find(o, "DaemonSet", "fracpack-node-agent");
+         ds["spec"]["template"]["spec"]["volumes"][1]["hostPath"]["path"] = "/var/lib/kubelet/plugins";
+       },
+       "/var/lib/kubelet/device-plugins must be the host's"},
+      {"node agent privileged", [&](Objects& o) {
+         YAML::Node ds = *find(o, "DaemonSet", "fracpack-node-agent");
+         ds["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"] = true;
+       },
+       "node-agent: privileged"},
+      {"node agent patching pods", [&](Objects& o) {
+         YAML::Node role = *find(o, "ClusterRole", "fracpack-node-agent");
+         role["rules"][1]["verbs"].push_back("patch");
+       },
+       "node-agent: cluster-wide grants must be exactly"},
+      {"node agent without its node's name", [&](Objects& o) {
+         YAML::Node ds = *find(o, "DaemonSet", "fracpack-node-agent");
+         ds["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] = "metadata.name";
+       },
+       "NODE_NAME must come from the field spec.nodeName"},
   };
   for (const auto& m : mutations) {
     Objects objects;
@@ -587,10 +712,13 @@ TEST(Manifests, RbacMatchesTheCode) {
       // The hami profile's node lock: read and merge-patch the node; is its holder still there?
       {std::regex(R"re(return "/api/v1/nodes/" \+ url_encode\(node\);)re"), "|nodes|get+patch (hami profile)"},
       {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ url_encode\(ns\) \+ "/pods/" \+ url_encode\(name\))re"), "|pods|get (the node lock's holder)"},
+      // The node agent (its own ServiceAccount, manifests/node-agent.yaml):
+      // its Node's device annotation, and the pods on its node.
+      {std::regex(R"re(path = "/api/v1/nodes/" \+ k8s::url_encode\(node_\);)re"), "|nodes|get+patch (node agent)"},
   };
   std::set<std::string> used;
   size_t calls = 0;
-  for (const char* dir : {"k8s", "server"}) {
+  for (const char* dir : {"k8s", "node", "server"}) {
     for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
       if (e.path().extension() != ".cc") continue;
       std::ifstream in(e.path());
@@ -612,7 +740,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 12u);
+  EXPECT_EQ(calls, 14u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 
@@ -661,6 +789,10 @@ TEST(Manifests, ExamplePodsAreAcceptedByTheContractAndUseTheProfile) {
     auto req = contract.pod_request(*pod);
     ASSERT_TRUE(req) << name << ": " << req.message();
     requests[name] = *req;
+    // kubelet calls the node agent only for containers asking its resource.
+    for (const auto& c : pod->containers) {
+      EXPECT_NE(k8s::find(c.limits, cfg.fracpack->contract.fracpack.gpu), nullptr) << name << "/" << c.name << " does not name the card count";
+    }
   }
   // What each example says it asks for.
   ASSERT_EQ(requests["inference-half-card"].containers.size(), 1u);

@@ -100,8 +100,67 @@ TEST(AllocationMatcher, EquivalentPodsShareTheAnswerOldestFirst) {
   EXPECT_EQ(a->cards, b->cards);
 }
 
-TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsAreRefusedNotGuessed) {
-  // The hard case (node-side.md §B2): the same request, different cards.
+TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsGoInTheOrderTheirBindsArrived) {
+  // The hard case (node-side.md §B2): the same request, different cards
+  // (a burst of pods created together). kubelet admits pods in the order
+  // their binds reach it, which is the order the agent's own watch saw
+  // them bound, not their names' order.
+  AllocationMatcher m;
+  WaitingPod x = pod("x", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(0, 4096, 250)}}});
+  WaitingPod y = pod("y", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(1, 4096, 250)}}});
+  WaitingPod z = pod("z", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(2, 4096, 250)}}});
+  x.arrival = 3;
+  y.arrival = 5;
+  z.arrival = 4;
+  m.set_pods({x, y, z});
+  for (const char* want : {"default/x", "default/z", "default/y"}) {
+    auto a = m.allocate(1);
+    ASSERT_TRUE(a.ok()) << a.message();
+    EXPECT_EQ(a->pod_key, want);
+  }
+}
+
+TEST(AllocationMatcher, AnOlderPodBoundLaterOnOtherCardsIsRefusedNotGuessed) {
+  // kubelet sorts pods that reach it together (its own relist) by age: the
+  // older pod bound second could be the one it admits.
+  AllocationMatcher m;
+  WaitingPod young = pod("young", "2026-01-01T00:00:05Z", {{ctr("c", 1), {share(0, 4096, 250)}}});
+  WaitingPod old = pod("old", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(1, 4096, 250)}}});
+  young.arrival = 1;
+  old.arrival = 2;
+  m.set_pods({young, old});
+  auto a = m.allocate(1);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.message().find("default/young default/old (bound in the other order than created)"), std::string::npos) << a.message();
+  // On the same card with the same share, either answer is right.
+  WaitingPod twin = pod("old", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(0, 4096, 250)}}});
+  twin.arrival = 2;
+  m.set_pods({young, twin});
+  auto b = m.allocate(1);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->pod_key, "default/young");
+}
+
+TEST(AllocationMatcher, AfterKubeletRestartsThePodsBoundBeforeHaveNoOrder) {
+  AllocationMatcher m;
+  WaitingPod x = pod("x", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(0, 4096, 250)}}});
+  WaitingPod y = pod("y", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(1, 4096, 250)}}});
+  x.arrival = 1;
+  y.arrival = 2;
+  m.set_pods({x, y});
+  m.merge_arrivals();
+  EXPECT_FALSE(m.peek(1).ok());
+  // A pod bound after the restart comes after them; once they are gone it is certain.
+  WaitingPod z = pod("z", "2026-01-01T00:00:00Z", {{ctr("c", 1), {share(2, 4096, 250)}}});
+  z.arrival = 3;
+  m.set_pods({z});
+  auto a = m.allocate(1);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->pod_key, "default/z");
+}
+
+TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsSeenTogetherAreRefusedNotGuessed) {
+  // Seen first in one list (the agent's start): no order is known.
   // Guessing would run one pod on the other's card while the ledger says
   // otherwise; when one leaves, the wrong card is freed.
   AllocationMatcher m;
@@ -109,7 +168,7 @@ TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsAreRefusedNotGuessed) {
               pod("y", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(1, 4096, 250)}}})});
   auto a = m.allocate(1);
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.message().find("pods default/x default/y each wait for a container asking 1 device on different cards"), std::string::npos)
+  EXPECT_NE(a.message().find("pods default/x default/y were seen bound together and each wait for a container asking 1 device on different cards"), std::string::npos)
       << a.message();
   EXPECT_FALSE(m.lacks_candidate(1));  // no pod event will settle it: answered at once
   // Once one has started (gone from the waiting pods), the other is certain.

@@ -1,0 +1,93 @@
+#include "node/agent_state.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "common/file_io.h"
+
+namespace fracpack::node {
+
+std::string format_agent_state(const AgentState& state) {
+  std::string out = "# fracpack node agent: containers allocated per waiting pod\n";
+  if (!state.last_uid.empty()) out += "last " + state.last_uid + "\n";
+  for (const auto& [uid, n] : state.served) out += "served " + uid + " " + std::to_string(n) + "\n";
+  return out;
+}
+
+Result<AgentState> parse_agent_state(const std::string& text, const std::string& source) {
+  AgentState state;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string kind, uid, extra;
+    words >> kind >> uid;
+    const std::string where = source + ":" + std::to_string(number) + ": ";
+    if (uid.empty()) return Error{where + "expected \"last <uid>\" or \"served <uid> <count>\", got \"" + line + "\""};
+    if (kind == "last") {
+      if (words >> extra) return Error{where + "\"last\" takes one pod UID"};
+      state.last_uid = uid;
+    } else if (kind == "served") {
+      long long n = -1;
+      if (!(words >> n) || n < 1 || n > 1024 || (words >> extra)) {
+        return Error{where + "\"served " + uid + "\" needs a container count 1..1024"};
+      }
+      state.served[uid] = static_cast<int>(n);
+    } else {
+      return Error{where + "unknown entry \"" + kind + "\" (expected last or served)"};
+    }
+  }
+  return state;
+}
+
+Result<AgentState> load_agent_state(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (ec) return Error{"state file " + path + ": " + ec.message()};
+    return AgentState{};
+  }
+  auto text = read_file(path);
+  if (!text) return Error{"state file " + text.message()};
+  return parse_agent_state(*text, path);
+}
+
+Status save_agent_state(const std::string& path, const AgentState& state) {
+  const std::string text = format_agent_state(state);
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{"state file " + tmp + ": " + std::strerror(errno)};
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Error{"state file " + tmp + ": " + why};
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const std::string why = synced ? "" : std::strerror(errno);
+  if (::close(fd) != 0 || !synced) {
+    ::unlink(tmp.c_str());
+    return Error{"state file " + tmp + ": " + (synced ? std::string(std::strerror(errno)) : why)};
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string rename_why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return Error{"state file " + path + ": " + rename_why};
+  }
+  return Status::Ok();
+}
+
+}  // namespace fracpack::node

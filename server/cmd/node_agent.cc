@@ -1,0 +1,127 @@
+// fracpack node-agent: the device plugin and card publisher on each GPU
+// node (see server/node_agent.h).
+#include <cstdlib>
+#include <iostream>
+
+#include "config/config.h"
+#include "k8s/auth.h"
+#include "server/cmd/args.h"
+#include "server/cmd/commands.h"
+#include "server/log.h"
+#include "server/node_agent.h"
+
+namespace fracpack::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: fracpack node-agent [options]
+
+Runs on each GPU node (a DaemonSet): discovers the cards with NVML,
+publishes them as the Node's fracpack.io/gpu-devices annotation (written
+only when it changes), registers the kubelet device plugin for
+fracpack.io/gpu and answers each container's Allocate with the cards the
+extender recorded in its pod's fracpack.io/allocation. Cards turn
+unhealthy on NVML's Xid and ECC events. GET /healthz, /readyz, /metrics.
+SIGTERM or SIGINT stop it.
+
+Flags override the configuration file's nodeAgent section (and
+cluster.kubeconfig, contract, log; config/fracpack.yaml documents them).
+
+options:
+  --config FILE             the YAML configuration
+  --node-name NAME          this node (default $NODE_NAME, else config: nodeAgent.nodeName)
+  --kubeconfig FILE         API server access from a kubeconfig (default: in-cluster)
+  --device-plugin-dir DIR   kubelet's device plugin directory
+                            (config: nodeAgent.devicePluginDir; default /var/lib/kubelet/device-plugins)
+  --nvml-library PATH       NVML (config: nodeAgent.nvmlLibrary; default libnvidia-ml.so.1)
+  --listen ADDR:PORT        /healthz, /readyz, /metrics (config: nodeAgent.listen; default 0.0.0.0:8890)
+  --state-file FILE         what was allocated, kept across restarts
+                            (config: nodeAgent.stateFile; default /var/lib/fracpack/node-agent.state)
+  --ids-per-card N          device IDs per card: how many containers share one at most
+                            (config: nodeAgent.idsPerCard; default 32)
+  --without-devices MODE    no NVML or no cards: fail (exit 1) or idle
+                            (config: nodeAgent.withoutDevices; default fail)
+  --log-level LEVEL         debug, info, warn, error (default info)
+  --log-format FORMAT       json or logfmt (default json)
+  --check-config            validate the configuration and flags, then exit (0 valid, 1 not)
+)";
+
+}  // namespace
+
+int cmd_node_agent(const std::vector<std::string>& argv) {
+  auto args = Args::parse(argv,
+                          {"config", "node-name", "kubeconfig", "device-plugin-dir", "nvml-library", "listen", "state-file", "ids-per-card",
+                           "without-devices", "log-level", "log-format"},
+                          {"check-config", "help"});
+  if (!args) return usage_error(args.message());
+  if (args->has("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (!args->positional().empty()) return usage_error("node-agent takes no positional arguments (see --help)");
+  config::Config c;
+  if (auto file = args->get("config")) {
+    auto loaded = config::load_config(*file);
+    if (!loaded) return fail(loaded.message());
+    c = std::move(*loaded);
+  }
+  config::NodeAgentConfig& a = c.node_agent;
+  // The node's name: the flag, else $NODE_NAME (the DaemonSet's), else the
+  // file (a file shared by every node must not name one).
+  if (auto v = args->get("node-name")) {
+    a.node_name = *v;
+  } else if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') {
+    a.node_name = env;
+  }
+  if (auto v = args->get("kubeconfig")) c.cluster.kubeconfig = *v;
+  if (auto v = args->get("device-plugin-dir")) a.device_plugin_dir = *v;
+  if (auto v = args->get("nvml-library")) a.nvml_library = *v;
+  if (auto v = args->get("listen")) a.listen = *v;
+  if (auto v = args->get("state-file")) a.state_file = *v;
+  if (auto v = args->get("ids-per-card")) {
+    const auto n = parse_integer(*v);
+    if (!n || *n < 1 || *n > 1024) return usage_error("--ids-per-card: expected a whole number 1..1024, got \"" + *v + "\"");
+    a.ids_per_card = *n;
+  }
+  if (auto v = args->get("without-devices")) a.without_devices = *v;
+  if (auto v = args->get("log-level")) c.log.level = *v;
+  if (auto v = args->get("log-format")) c.log.format = *v;
+  if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
+  if (c.contract.profile != "fracpack") {
+    return fail("contract.profile is " + c.contract.profile + ": the node agent carries out the fracpack contract only (with the " +
+                c.contract.profile + " profile, the peer's own device plugin runs on the nodes)");
+  }
+  if (a.node_name.empty()) return fail("no node name: give --node-name or set NODE_NAME (the DaemonSet passes spec.nodeName)");
+  if (args->has("check-config")) {
+    std::cout << "configuration ok\n";
+    return 0;
+  }
+  start_service_process(c);
+
+  auto client = k8s::cluster_client_config(c.cluster.kubeconfig);
+  if (!client) return fail(client.message() + " (give --kubeconfig)");
+  client->request_timeout = c.cluster.request_timeout;
+  server::NodeAgentOptions o;
+  o.node_name = a.node_name;
+  o.client = *client;
+  o.names = c.contract.fracpack;
+  o.plugin.plugin_dir = a.device_plugin_dir;
+  o.plugin.slots = static_cast<int>(a.ids_per_card);
+  o.plugin.cdi = a.cdi;
+  o.plugin.visible_devices_env = a.visible_devices_env;
+  o.plugin.record_wait = a.record_wait;
+  o.nvml_library = a.nvml_library;
+  o.state_file = a.state_file;
+  o.idle_without_devices = a.without_devices == "idle";
+  auto listen = config::parse_listen(a.listen);  // validate() accepted it
+  o.listen_address = listen->first.empty() ? "0.0.0.0" : listen->first;
+  o.listen_port = listen->second;
+  o.version = FRACPACK_VERSION_STRING;
+  server::NodeAgent agent(std::move(o));
+  if (auto s = agent.start(); !s.ok()) return fail(s.message());
+  server::log_info("stopping", {{"signal", wait_for_stop_signal()}});
+  agent.stop();
+  server::log_info("stopped");
+  return 0;
+}
+
+}  // namespace fracpack::cli

@@ -1,0 +1,267 @@
+#include "server/node_agent.h"
+
+#include <pthread.h>
+
+#include "node/agent_state.h"
+#include "node/devices_publisher.h"
+#include "node/records.h"
+#include "server/log.h"
+
+namespace fracpack::server {
+
+namespace {
+
+std::string count(size_t n) { return std::to_string(n); }
+
+}  // namespace
+
+NodeAgent::NodeAgent(NodeAgentOptions options) : options_(std::move(options)) {
+  options_.plugin.resource = options_.names.gpu;
+}
+
+NodeAgent::~NodeAgent() { stop(); }
+
+Status NodeAgent::start() {
+  const NodeAgentOptions& o = options_;
+  if (o.node_name.empty()) return Error{"no node name: give --node-name or set NODE_NAME (the DaemonSet passes spec.nodeName)"};
+
+  // What was allocated before a restart, before any pod is seen.
+  if (!o.state_file.empty()) {
+    auto saved = node::load_agent_state(o.state_file);
+    if (!saved) return Error{saved.message() + " (the agent wrote it; remove it to start afresh)"};
+    state_.restore(saved->served, saved->last_uid);
+    if (!saved->served.empty()) log_info("state restored", {{"file", o.state_file}, {"pods", count(saved->served.size())}});
+    state_.set_persist([this](const std::map<std::string, int>& served, const std::string& last_uid) {
+      const Status s = node::save_agent_state(options_.state_file, node::AgentState{served, last_uid});
+      if (!s.ok()) {
+        state_errors_.fetch_add(1);
+        log_error("state file not written", {{"reason", s.message()}});
+      }
+    });
+  }
+
+  // The cards.
+  std::string no_devices;
+  auto nvml = node::Nvml::open(o.nvml_library, o.sysfs);
+  if (!nvml) {
+    no_devices = nvml.message();
+  } else {
+    nvml_ = std::move(*nvml);
+    auto found = nvml_->discover();
+    if (!found) {
+      no_devices = found.message();
+    } else if (found->devices.empty()) {
+      no_devices = "NVML (driver " + found->driver_version + ") finds no GPU on this node";
+    } else {
+      driver_version_ = found->driver_version;
+      for (const node::GpuDevice& d : found->devices) {
+        log_info("device", {{"index", std::to_string(d.index)}, {"uuid", d.uuid}, {"model", d.model},
+                            {"memory_mib", std::to_string(d.memory_mib)}, {"numa", std::to_string(d.numa)},
+                            {"healthy", d.healthy ? "true" : "false"}, {"problem", d.problem}});
+      }
+      state_.set_devices(std::move(found->devices));
+    }
+  }
+  if (!no_devices.empty()) {
+    if (!o.idle_without_devices) return Error{no_devices + " (set nodeAgent.withoutDevices: idle to keep the agent up on such nodes)"};
+    idle_reason_ = no_devices;
+    nvml_.reset();
+    log_warn("no devices: idling", {{"node", o.node_name}, {"reason", no_devices}});
+  }
+
+  add_metrics();
+  if (idle()) return serve_http();
+
+  // The pods bound here, then the plugin, health and the annotation.
+  k8s::FracpackContract contract(o.names);
+  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, o.names.gpu, o.names, contract.selection());
+  k8s::InformerOptions io;
+  io.resource = "/api/v1/pods";
+  io.field_selector = node::pods_on_node_selector(o.node_name);
+  if (o.tune_informer) o.tune_informer(io);
+  informer_ = std::make_unique<k8s::Informer>(o.client, io, *pods_);
+  informer_thread_ = std::jthread([this](std::stop_token st) {
+    pthread_setname_np(pthread_self(), "pod-informer");
+    informer_->run(st);
+  });
+
+  node::DevicePluginOptions po = o.plugin;
+  po.report = [](bool problem, const std::string& message) {
+    if (problem) {
+      log_warn("device plugin", {{"reason", message}});
+    } else {
+      log_info("device plugin", {{"event", message}});
+    }
+  };
+  plugin_ = std::make_unique<node::DevicePluginServer>(po, state_);
+  plugin_thread_ = std::jthread([this](std::stop_token st) {
+    pthread_setname_np(pthread_self(), "device-plugin");
+    plugin_->run(st, options_.retry);
+  });
+  health_thread_ = std::jthread([this](std::stop_token st) {
+    pthread_setname_np(pthread_self(), "nvml-health");
+    health_loop(st);
+  });
+  publish_thread_ = std::jthread([this](std::stop_token st) {
+    pthread_setname_np(pthread_self(), "publisher");
+    publish_loop(st);
+  });
+  log_info("node agent started", {{"node", o.node_name}, {"resource", o.names.gpu}, {"devices", count(state_.devices().size())},
+                                  {"ids_per_card", std::to_string(o.plugin.slots)}, {"plugin_dir", o.plugin.plugin_dir}});
+  return serve_http();
+}
+
+Status NodeAgent::serve_http() {
+  // Last: its handlers read what start() built.
+  if (!options_.serve_http) return Status::Ok();
+  HttpOptions ho;
+  ho.address = options_.listen_address;
+  ho.port = options_.listen_port;
+  ho.threads = 1;
+  ho.max_body_bytes = 1 << 16;
+  http_ = std::make_unique<HttpServer>(ho, [this](HttpRequest&& r, Reply reply) { handle(std::move(r), std::move(reply)); });
+  if (Status s = http_->start(); !s.ok()) return s;
+  log_info("listening", {{"address", ho.address + ":" + std::to_string(http_->port())}});
+  return Status::Ok();
+}
+
+void NodeAgent::stop() {
+  for (std::jthread* t : {&informer_thread_, &plugin_thread_, &health_thread_, &publish_thread_}) t->request_stop();
+  state_.stop();  // wakes the publisher and any Allocate waiting for its pod
+  for (std::jthread* t : {&informer_thread_, &plugin_thread_, &health_thread_, &publish_thread_}) {
+    if (t->joinable()) t->join();
+  }
+  if (http_) http_->stop();
+}
+
+void NodeAgent::health_loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    for (const node::HealthEvent& e : nvml_->wait_health(options_.health_wait)) {
+      health_events_.fetch_add(1);
+      if (state_.mark_unhealthy(e.uuid, e.problem)) log_warn("device unhealthy", {{"uuid", e.uuid}, {"problem", e.problem}});
+    }
+  }
+}
+
+void NodeAgent::publish_loop(std::stop_token stop) {
+  node::DevicesPublisher publisher(options_.client, options_.node_name, options_.names.devices);
+  std::string written;  // the value last seen on the server
+  auto recheck = std::chrono::steady_clock::now();
+  uint64_t seen = state_.devices_version();
+  while (!stop.stop_requested()) {
+    const std::string value = node::devices_annotation(state_.devices(), options_.plugin.slots);
+    const auto now = std::chrono::steady_clock::now();
+    auto next = now + options_.publish_recheck;
+    if (value != written || now >= recheck) {
+      auto r = publisher.publish(value);
+      if (r) {
+        written = value;
+        recheck = now + options_.publish_recheck;
+        published_.store(true);
+        if (*r) {
+          annotation_writes_.fetch_add(1);
+          log_info("devices published", {{"node", options_.node_name}, {"annotation", options_.names.devices}});
+        }
+        std::lock_guard lock(error_mu_);
+        publish_error_.clear();
+      } else {
+        annotation_errors_.fetch_add(1);
+        next = now + options_.retry;
+        recheck = next;  // try again after `retry`, not at once
+        std::lock_guard lock(error_mu_);
+        if (publish_error_ != r.message()) log_warn("devices not published", {{"reason", r.message()}});
+        publish_error_ = r.message();
+      }
+    }
+    seen = state_.wait_devices(seen, std::min(next, recheck));
+  }
+}
+
+Status NodeAgent::ready() const {
+  if (idle()) return Status::Ok();
+  std::string why;
+  auto add = [&why](const std::string& reason) { why += (why.empty() ? "" : "; ") + reason; };
+  if (!plugin_ || !plugin_->stats().registered.load()) add("not registered with kubelet");
+  if (!pods_ || !pods_->synced()) add("the pods on the node are not listed yet");
+  if (!published_.load()) {
+    std::lock_guard lock(error_mu_);
+    add("devices not published" + (publish_error_.empty() ? std::string() : ": " + publish_error_));
+  }
+  if (!why.empty()) return Error{why};
+  return Status::Ok();
+}
+
+uint16_t NodeAgent::port() const { return http_ ? http_->port() : 0; }
+
+void NodeAgent::handle(HttpRequest&& request, Reply reply) {
+  const std::string_view path = request.path();
+  if (request.method != "GET" && request.method != "HEAD") {
+    reply(HttpResponse(405, "{\"error\":\"method not allowed\"}"));
+  } else if (path == "/healthz") {
+    reply(HttpResponse(200, "ok\n", "text/plain"));
+  } else if (path == "/readyz") {
+    const Status s = ready();
+    if (s.ok()) {
+      reply(HttpResponse(200, idle() ? "idle: " + idle_reason_ + "\n" : "ok\n", "text/plain"));
+    } else {
+      reply(HttpResponse(503, s.message() + "\n", "text/plain"));
+    }
+  } else if (path == "/metrics") {
+    reply(HttpResponse(200, metrics_.serialize(), "text/plain; version=0.0.4"));
+  } else if (path == "/version") {
+    reply(HttpResponse(200, options_.version + "\n", "text/plain"));
+  } else {
+    reply(HttpResponse(404, "{\"error\":\"not found\"}"));
+  }
+}
+
+void NodeAgent::add_metrics() {
+  using Type = SampledFamily::Type;
+  metrics_.add_collector([this](std::vector<SampledFamily>& out) {
+    auto one = [&out](const char* name, const char* help, Type type, double value) {
+      out.push_back(SampledFamily{name, help, type, {{{}, value}}});
+    };
+    out.push_back(SampledFamily{"fracpack_node_agent_info", "The agent's node, NVML driver and version.", Type::kGauge,
+                                {{{{"node", options_.node_name}, {"driver", driver_version_}, {"version", options_.version}}, 1}}});
+    one("fracpack_node_agent_idle", "1 when the agent idles: no NVML or no cards on this node.", Type::kGauge, idle() ? 1 : 0);
+    SampledFamily devices{"fracpack_node_agent_device_healthy",
+                          "Each card (or MIG instance) the agent advertises: 1 healthy, 0 unhealthy.", Type::kGauge, {}};
+    for (const node::GpuDevice& d : state_.devices()) {
+      devices.samples.push_back({{{"index", std::to_string(d.index)}, {"uuid", d.uuid}, {"model", d.model}}, d.healthy ? 1.0 : 0.0});
+    }
+    out.push_back(std::move(devices));
+    one("fracpack_node_agent_health_events_total", "NVML critical events seen (Xid, ECC, a card that stopped answering).",
+        Type::kCounter, static_cast<double>(health_events_.load()));
+    one("fracpack_node_agent_waiting_pods", "Pods bound to this node that ask for cards and wait for kubelet's Allocate.",
+        Type::kGauge, static_cast<double>(state_.waiting_pods()));
+    one("fracpack_node_agent_unusable_records", "Waiting pods whose allocation record cannot serve them (their Allocate is refused).",
+        Type::kGauge, pods_ ? static_cast<double>(pods_->unusable().size()) : 0);
+    one("fracpack_node_agent_annotation_writes_total", "Writes of the node's device annotation (only when it changed).",
+        Type::kCounter, static_cast<double>(annotation_writes_.load()));
+    one("fracpack_node_agent_annotation_errors_total", "Failed reads or writes of the node's device annotation.", Type::kCounter,
+        static_cast<double>(annotation_errors_.load()));
+    one("fracpack_node_agent_state_file_errors_total", "Failed writes of the state file.", Type::kCounter,
+        static_cast<double>(state_errors_.load()));
+    if (informer_) {
+      const k8s::InformerStats st = informer_->stats();
+      one("fracpack_node_agent_pod_watch_synced", "1 once the pods on the node are listed.", Type::kGauge, st.synced ? 1 : 0);
+      one("fracpack_node_agent_pod_watch_errors_total", "Failed pod list or watch requests.", Type::kCounter, static_cast<double>(st.errors));
+    }
+    if (plugin_) {
+      const node::DevicePluginStats& ps = plugin_->stats();
+      one("fracpack_node_agent_registered", "1 while kubelet has the device plugin registered.", Type::kGauge,
+          ps.registered.load() ? 1 : 0);
+      one("fracpack_node_agent_registrations_total", "Registrations with kubelet (one more after each kubelet restart).",
+          Type::kCounter, static_cast<double>(ps.registrations.load()));
+      one("fracpack_node_agent_allocations_total", "Containers given their recorded cards (kubelet's Allocate).", Type::kCounter,
+          static_cast<double>(ps.allocations.load()));
+      one("fracpack_node_agent_allocation_failures_total",
+          "Containers refused: no record, an ambiguous match, a missing or unhealthy card.", Type::kCounter,
+          static_cast<double>(ps.allocation_failures.load()));
+      one("fracpack_node_agent_list_updates_total", "Device lists sent to kubelet (ListAndWatch).", Type::kCounter,
+          static_cast<double>(ps.list_updates.load()));
+    }
+  });
+}
+
+}  // namespace fracpack::server

@@ -1,0 +1,466 @@
+// server/node_agent: the whole loop on one GPU node, end to end. The fake
+// API server, `fracpack serve` (the extender), the scheduler driver, the
+// node agent (fake NVML through its real dlopen path) and the kubelet
+// double over the real device plugin gRPC API: the agent publishes the
+// cards, the extender places pods of every shape on them and records the
+// cards, and kubelet's Allocate hands each container exactly those cards.
+#include "server/node_agent.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "k8s/contract/fracpack.h"
+#include "node/agent_state.h"
+#include "test/support/cluster_harness.h"
+#include "test/support/kubelet_double.h"
+#include "test/support/server_fixture.h"
+
+namespace fracpack::server {
+namespace {
+
+using namespace std::chrono_literals;
+using fracpack::testing::Cluster;
+using fracpack::testing::Connected;
+using fracpack::testing::test_config;
+using nlohmann::json;
+using test::KubeletDouble;
+
+constexpr const char* kNode = "gpu-1";
+constexpr int kIdsPerCard = 4;
+
+std::string uuid_of(int card) { return "GPU-" + std::to_string(card) + "aaaaaaa-0000-0000-0000-000000000000"; }
+
+// Four A100s, two per NUMA node.
+std::string nvml_config() {
+  std::string out = "driver;version=550.54.15\n";
+  for (int i = 0; i < 4; ++i) {
+    out += "card;uuid=" + uuid_of(i) + ";name=NVIDIA A100-SXM4-40GB;memory_mib=40960;minor=" + std::to_string(i) +
+           ";numa=" + std::to_string(i / 2) + "\n";
+  }
+  return out;
+}
+
+// A Node as kubelet registers it: no GPU labels, no device annotation
+// (the agent publishes them).
+std::string bare_node() {
+  return json{{"apiVersion", "v1"},
+              {"kind", "Node"},
+              {"metadata", {{"name", kNode}}},
+              {"spec", json::object()},
+              {"status", {{"allocatable", {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}}}}}}
+      .dump();
+}
+
+struct Ctr {
+  std::string name;
+  bool init = false;
+  int gpus = 1;          // fracpack.io/gpu
+  int cores = 0;         // fracpack.io/gpu-cores (percent); 0 with no memory: whole cards
+  int64_t memory_mib = 0;
+};
+
+std::string pod(const std::string& name, const std::vector<Ctr>& containers) {
+  json spec = {{"schedulerName", "fracpack"}, {"containers", json::array()}};
+  for (const Ctr& c : containers) {
+    json limits = {{"cpu", "1"}, {"fracpack.io/gpu", std::to_string(c.gpus)}};
+    if (c.cores > 0) limits["fracpack.io/gpu-cores"] = std::to_string(c.cores);
+    if (c.memory_mib > 0) limits["fracpack.io/gpu-memory"] = std::to_string(c.memory_mib);
+    json ctr = {{"name", c.name}, {"image", "cuda"}, {"resources", {{"limits", limits}, {"requests", limits}}}};
+    if (c.init) {
+      if (!spec.contains("initContainers")) spec["initContainers"] = json::array();
+      spec["initContainers"].push_back(ctr);
+    } else {
+      spec["containers"].push_back(ctr);
+    }
+  }
+  return json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec", spec},
+              {"status", {{"phase", "Pending"}}}}
+      .dump();
+}
+
+// kubelet's order: init containers, then app containers.
+std::vector<KubeletDouble::Container> kubelet_order(const std::vector<Ctr>& containers) {
+  std::vector<KubeletDouble::Container> out;
+  for (bool init : {true, false}) {
+    for (const Ctr& c : containers) {
+      if (c.init == init) out.push_back({c.name, c.gpus});
+    }
+  }
+  return out;
+}
+
+class NodeAgentEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Unix socket paths are short (108 bytes): a short directory.
+    dir_ = "/tmp/fp-na-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
+    std::filesystem::create_directories(dir_ + "/plugins");
+    write(dir_ + "/nvml.conf", nvml_config());
+    write(dir_ + "/nvml.events", "");
+    ::setenv("FAKE_NVML_CONFIG", (dir_ + "/nvml.conf").c_str(), 1);
+    ::setenv("FAKE_NVML_EVENTS", (dir_ + "/nvml.events").c_str(), 1);
+
+    config::Config c = test_config();
+    c.cluster.reconcile_interval = 30s;
+    cluster_ = std::make_unique<Connected>(c);
+    cluster_->api->create("nodes", bare_node());
+    cluster_->start();
+    kubelet_ = std::make_unique<KubeletDouble>(dir_ + "/plugins");
+    start_agent();
+    // The extender sees the agent's cards.
+    ASSERT_TRUE(Cluster::wait_for([&] { return ledger_cards_on_node() == 4; }, 10s)) << agent_->metrics_text();
+  }
+  void TearDown() override {
+    agent_.reset();
+    kubelet_.reset();
+    cluster_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  static void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+  void start_agent() {
+    NodeAgentOptions o;
+    o.node_name = kNode;
+    o.client = testing::client_for(*cluster_->api);
+    o.plugin.plugin_dir = dir_ + "/plugins";
+    o.plugin.slots = kIdsPerCard;
+    o.plugin.record_wait = 3s;
+    o.nvml_library = FRACPACK_FAKE_NVML;
+    o.state_file = dir_ + "/agent.state";
+    o.listen_address = "127.0.0.1";
+    o.listen_port = 0;
+    o.health_wait = 50ms;
+    o.publish_recheck = 500ms;
+    o.retry = 50ms;
+    o.tune_informer = [](k8s::InformerOptions& io) { io = testing::fast_informer(io.resource, io.field_selector); };
+    const int registrations = kubelet_->registrations(), lists = kubelet_->list_messages();
+    agent_ = std::make_unique<NodeAgent>(o);
+    const Status s = agent_->start();
+    ASSERT_TRUE(s.ok()) << s.message();
+    // This agent's registration and its first device list (not a former agent's).
+    ASSERT_TRUE(Cluster::wait_for([&] { return kubelet_->registrations() > registrations && kubelet_->list_messages() > lists; }, 10s));
+    ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+    ASSERT_TRUE(Cluster::wait_for([&] { return agent_->ready().ok(); }, 10s)) << agent_->ready().message();
+  }
+
+  size_t ledger_cards_on_node() {
+    auto cards = testing::ledger_cards(cluster_->daemon());
+    auto it = cards.find(kNode);
+    return it == cards.end() ? 0 : it->second.size();
+  }
+
+  // Creates, schedules and binds the pod; returns its UID.
+  std::string bind(const std::string& name, const std::vector<Ctr>& containers) {
+    const std::string stored = cluster_->api->create("pods", pod(name, containers));
+    const std::string uid = json::parse(stored)["metadata"]["uid"];
+    auto cycle = cluster_->driver().schedule(stored, {{kNode, ""}});
+    EXPECT_EQ(cycle.node, kNode) << name << ": " << cycle.error << " "
+                                 << (cycle.filter.failed.empty() ? "" : cycle.filter.failed.begin()->second);
+    const Status s = cluster_->driver().bind("default", name, uid, kNode);
+    EXPECT_TRUE(s.ok()) << name << ": " << s.message();
+    return uid;
+  }
+
+  // The cards (UUIDs) the pod's record names per container, by name.
+  std::map<std::string, std::vector<std::string>> recorded(const std::string& name) {
+    auto text = cluster_->api->get("pods", "default", name);
+    std::map<std::string, std::vector<std::string>> out;
+    if (!text) return out;
+    const json p = json::parse(*text);
+    auto a = k8s::parse_allocation(p["metadata"]["annotations"].value("fracpack.io/allocation", ""));
+    if (!a) return out;
+    for (const auto& c : a->containers) {
+      for (const auto& card : c.cards) out[c.name].push_back(card.uuid.empty() ? uuid_of(card.index) : card.uuid);
+    }
+    return out;
+  }
+
+  void set_running(const std::string& name) {
+    cluster_->api->update("pods", "default", name, [](const std::string& text) {
+      json p = json::parse(text);
+      p["status"]["phase"] = "Running";
+      return p.dump();
+    });
+  }
+
+  static std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= s.size() && !s.empty()) {
+      const size_t comma = s.find(',', start);
+      out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return out;
+  }
+
+  // The node's cards as the extender reads them from the API server.
+  std::vector<scheduling::Card> published_cards() {
+    auto text = cluster_->api->get("nodes", "", kNode);
+    if (!text) return {};
+    auto node = k8s::parse_node(*text, contract_.selection());
+    if (!node) return {};
+    auto spec = contract_.node_spec(*node);
+    return spec ? spec->cards : std::vector<scheduling::Card>{};
+  }
+
+  // Admits the pod as kubelet does and checks every container got exactly
+  // its recorded cards.
+  void admit_and_check(const std::string& name, const std::string& uid, const std::vector<Ctr>& containers) {
+    const auto want = recorded(name);
+    ASSERT_FALSE(want.empty()) << name << " has no allocation record";
+    auto admitted = kubelet_->admit(uid, kubelet_order(containers));
+    ASSERT_TRUE(admitted) << name << ": " << admitted.message();
+    ASSERT_EQ(admitted->size(), kubelet_order(containers).size());
+    for (const KubeletDouble::Admitted& a : *admitted) {
+      ASSERT_TRUE(want.count(a.container)) << name << "/" << a.container;
+      EXPECT_EQ(split(a.envs.at("NVIDIA_VISIBLE_DEVICES")), want.at(a.container)) << name << "/" << a.container;
+      EXPECT_EQ(a.envs.at("FRACPACK_POD"), "default/" + name);
+      EXPECT_EQ(a.envs.at("FRACPACK_CONTAINER"), a.container);
+      EXPECT_EQ(a.cdi_devices.size(), want.at(a.container).size());
+      // kubelet was steered to IDs of the recorded cards.
+      for (const std::string& id : a.device_ids) {
+        bool on_recorded = false;
+        for (const std::string& u : want.at(a.container)) on_recorded |= id.rfind(u + "-", 0) == 0;
+        EXPECT_TRUE(on_recorded) << name << "/" << a.container << " got ID " << id;
+      }
+    }
+  }
+
+  std::string dir_;
+  static inline int counter_ = 0;
+  k8s::FracpackContract contract_;
+  std::unique_ptr<Connected> cluster_;
+  std::unique_ptr<KubeletDouble> kubelet_;
+  std::unique_ptr<NodeAgent> agent_;
+};
+
+TEST_F(NodeAgentEndToEnd, PublishesTheCardsOnceWithTheirIdsAsMaxSharers) {
+  const std::vector<scheduling::Card> cards = published_cards();
+  ASSERT_EQ(cards.size(), 4u);
+  EXPECT_EQ(cards[3].uuid, uuid_of(3));
+  EXPECT_EQ(cards[3].model, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(cards[3].memory_mib, 40960);
+  EXPECT_EQ(cards[3].numa, 1);
+  EXPECT_EQ(cards[3].max_sharers, kIdsPerCard);
+  EXPECT_EQ(kubelet_->devices().size(), 4u * kIdsPerCard);
+  // Written once; the periodic re-reads find it unchanged and write nothing.
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_EQ(agent_->annotation_writes(), 1u);
+  // Removed by hand: put back at the next re-read.
+  cluster_->api->update("nodes", "", kNode, [](const std::string& text) {
+    json j = json::parse(text);
+    j["metadata"]["annotations"].erase("fracpack.io/gpu-devices");
+    return j.dump();
+  });
+  EXPECT_TRUE(Cluster::wait_for([&] { return agent_->annotation_writes() == 2u; }, 5s));
+}
+
+TEST_F(NodeAgentEndToEnd, PodsOfEveryShapeGetExactlyTheirRecordedCards) {
+  const std::vector<std::pair<std::string, std::vector<Ctr>>> pods = {
+      {"share", {{"main", false, 1, 50, 8192}}},
+      {"two-cards", {{"main", false, 2}}},
+      {"init-and-two", {{"setup", true, 1, 10, 1024}, {"app", false, 1, 30, 4096}, {"sidecar", false, 1, 10, 1024}}},
+      {"share-b", {{"main", false, 1, 25, 4096}}},
+  };
+  for (const auto& [name, containers] : pods) {
+    const std::string uid = bind(name, containers);
+    ASSERT_NO_FATAL_FAILURE(admit_and_check(name, uid, containers));
+    set_running(name);
+  }
+  // The share's limits reach the container.
+  auto again = recorded("share");
+  ASSERT_EQ(again.at("main").size(), 1u);
+  const std::string metrics = agent_->metrics_text();
+  EXPECT_NE(metrics.find("fracpack_node_agent_allocations_total 6"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fracpack_node_agent_allocation_failures_total 0"), std::string::npos) << metrics;
+}
+
+TEST_F(NodeAgentEndToEnd, PodsAskingTheSameAreServedInTheOrderTheirBindsArrived) {
+  // The hard case of node-side.md §B2: pods asking the same, all bound
+  // before kubelet admits any. A burst of whole-card pods lands on
+  // different cards; kubelet admits them in the order their binds reach
+  // it, which is the order the agent's watch saw them.
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  std::vector<std::string> uids;
+  for (int i = 0; i < 3; ++i) uids.push_back(bind("burst-" + std::to_string(i), whole));
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 3; }, 5s));
+  for (int i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(admit_and_check("burst-" + std::to_string(i), uids[static_cast<size_t>(i)], whole));
+  std::set<std::string> cards;
+  for (int i = 0; i < 3; ++i) cards.insert(recorded("burst-" + std::to_string(i)).at("main").at(0));
+  EXPECT_EQ(cards.size(), 3u);
+}
+
+TEST_F(NodeAgentEndToEnd, PodsAskingTheSameSeenTogetherAfterARestartAreRefusedNotGuessed) {
+  // Bound while the agent was down: its first list shows them at once, in
+  // no known order. Different cards: refused rather than guessed (kubelet
+  // fails the pod with the reason); equivalent ones would be served.
+  agent_.reset();
+  const std::vector<Ctr> shape = {{"main", false, 1, 60, 16384}};
+  const std::string a = bind("twin-a", shape);
+  const std::string b = bind("twin-b", shape);
+  ASSERT_NE(recorded("twin-a").at("main"), recorded("twin-b").at("main")) << "60 % each: two cards";
+  ASSERT_NO_FATAL_FAILURE(start_agent());
+  auto refused = kubelet_->admit(a, kubelet_order(shape));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("twin-a"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("twin-b"), std::string::npos) << refused.message();
+  // Once one is settled (kubelet failed twin-a; here it is deleted), the other is certain.
+  cluster_->api->remove("pods", "default", "twin-a");
+  EXPECT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("twin-b", b, shape));
+}
+
+TEST_F(NodeAgentEndToEnd, AnUnhealthyCardLeavesKubeletAndTheExtender) {
+  // An Xid 79 (fallen off the bus) on card 2.
+  std::ofstream(dir_ + "/nvml.events", std::ios::app) << "xid;uuid=" << uuid_of(2) << ";code=79\n";
+  ASSERT_TRUE(kubelet_->wait_devices(
+      [](const std::map<std::string, std::string>& d) {
+        auto it = d.find(uuid_of(2) + "-0");
+        return it != d.end() && it->second == "Unhealthy";
+      },
+      5s));
+  // The extender learns it from the annotation: card 2 takes nothing new.
+  ASSERT_TRUE(Cluster::wait_for(
+      [&] {
+        const auto cards = published_cards();
+        return cards.size() == 4 && !cards[2].healthy;
+      },
+      5s));
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "whole-" + std::to_string(i);
+    const std::vector<Ctr> shape = {{"main", false, 1}};
+    const std::string uid = bind(name, shape);
+    const auto r = recorded(name);
+    ASSERT_EQ(r.at("main").size(), 1u);
+    EXPECT_NE(r.at("main")[0], uuid_of(2)) << name;
+    ASSERT_NO_FATAL_FAILURE(admit_and_check(name, uid, shape));
+    set_running(name);
+  }
+  // Nothing is left for a fourth whole card.
+  const std::string stored = cluster_->api->create("pods", pod("whole-3", {{"main", false, 1}}));
+  EXPECT_EQ(cluster_->driver().schedule(stored, {{kNode, ""}}).node, "");
+  EXPECT_NE(agent_->metrics_text().find("fracpack_node_agent_device_healthy{index=\"2\""), std::string::npos);
+}
+
+TEST_F(NodeAgentEndToEnd, APodWithoutARecordIsRefusedWithAReasonKubeletShows) {
+  // Bound by someone else (no fracpack.io/allocation): never given cards.
+  json p = json::parse(pod("foreign", {{"main", false, 1}}));
+  p["spec"]["nodeName"] = kNode;
+  const std::string stored = cluster_->api->create("pods", p.dump());
+  const std::string uid = json::parse(stored)["metadata"]["uid"];
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  auto refused = kubelet_->admit(uid, {{"main", 1}});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("fracpack.io/allocation"), std::string::npos) << refused.message();
+  EXPECT_NE(agent_->metrics_text().find("fracpack_node_agent_allocation_failures_total 1"), std::string::npos);
+}
+
+TEST_F(NodeAgentEndToEnd, ARestartedAgentRemembersWhatItAllocatedAndKubeletRestartsAreSurvived) {
+  // "early" is admitted (all its containers) but not running yet when the
+  // agent restarts; "late" asks the same and is bound after the restart.
+  const std::vector<Ctr> shape = {{"main", false, 1, 60, 16384}};  // two of them: two cards
+  const std::string early = bind("early", shape);
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("early", early, shape));
+  agent_.reset();
+  auto saved = node::load_agent_state(dir_ + "/agent.state");
+  ASSERT_TRUE(saved) << saved.message();
+  ASSERT_EQ(saved->served.count(early), 1u);
+  EXPECT_EQ(saved->served.at(early), 1);
+  ASSERT_NO_FATAL_FAILURE(start_agent());
+  const std::string late = bind("late", shape);
+  // Without the state, "early" (seen in the restarted agent's first list,
+  // before "late") would take this Allocate: "late" would run on early's card.
+  ASSERT_NE(recorded("early").at("main"), recorded("late").at("main"));
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("late", late, shape));
+
+  // kubelet restarts: the agent registers again and keeps serving.
+  const int before = kubelet_->registrations();
+  kubelet_->restart();
+  ASSERT_TRUE(Cluster::wait_for([&] { return kubelet_->registrations() > before; }, 10s));
+  ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string after = bind("after-kubelet", whole);
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("after-kubelet", after, whole));
+}
+
+TEST(NodeAgent, WithoutCardsItFailsOrIdlesAsConfigured) {
+  const std::string dir = "/tmp/fp-na-empty-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/nvml.conf") << "driver;version=550.54.15\n";
+  ::setenv("FAKE_NVML_CONFIG", (dir + "/nvml.conf").c_str(), 1);
+  NodeAgentOptions o;
+  o.node_name = kNode;
+  o.nvml_library = FRACPACK_FAKE_NVML;
+  o.serve_http = false;
+  {
+    NodeAgent failing(o);
+    const Status s = failing.start();
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("finds no GPU"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("withoutDevices"), std::string::npos) << s.message();
+  }
+  o.nvml_library = dir + "/no-such-libnvidia-ml.so.1";
+  o.idle_without_devices = true;
+  o.serve_http = true;
+  o.listen_address = "127.0.0.1";
+  o.listen_port = 0;
+  NodeAgent idle(o);
+  ASSERT_TRUE(idle.start().ok());
+  EXPECT_TRUE(idle.idle());
+  EXPECT_NE(idle.idle_reason().find("no-such-libnvidia-ml"), std::string::npos) << idle.idle_reason();
+  const auto readyz = testing::raw_exchange(idle.port(), {"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"});
+  EXPECT_EQ(testing::status_of(readyz.response), 200);
+  EXPECT_NE(testing::body_of(readyz.response).find("idle"), std::string::npos);
+  const auto metrics = testing::raw_exchange(idle.port(), {"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"});
+  EXPECT_NE(testing::body_of(metrics.response).find("fracpack_node_agent_idle 1"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(NodeAgentEndToEnd, ANodeThatDoesNotExistIsReportedAndRetriedWithoutSpinning) {
+  NodeAgentOptions o;
+  o.node_name = "no-such-node";
+  o.client = testing::client_for(*cluster_->api);
+  o.plugin.plugin_dir = dir_ + "/plugins-2";
+  std::filesystem::create_directories(o.plugin.plugin_dir);
+  o.nvml_library = FRACPACK_FAKE_NVML;
+  o.serve_http = false;
+  o.retry = 100ms;
+  o.health_wait = 50ms;
+  NodeAgent lost(o);
+  ASSERT_TRUE(lost.start().ok());
+  const int before = cluster_->api->requests("GET /api/v1/nodes/no-such-node");
+  std::this_thread::sleep_for(1s);
+  const int reads = cluster_->api->requests("GET /api/v1/nodes/no-such-node") - before;
+  EXPECT_GE(reads, 3);
+  EXPECT_LE(reads, 15) << "one read per retry (100 ms), not a busy loop";
+  EXPECT_NE(lost.ready().message().find("node no-such-node does not exist"), std::string::npos) << lost.ready().message();
+}
+
+TEST(NodeAgent, AMalformedStateFileStopsTheStartNamingTheLine) {
+  const std::string path = "/tmp/fp-na-state-" + std::to_string(::getpid());
+  std::ofstream(path) << "# x\nserved abc zero\n";
+  NodeAgentOptions o;
+  o.node_name = kNode;
+  o.state_file = path;
+  o.serve_http = false;
+  NodeAgent agent(o);
+  const Status s = agent.start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(path + ":2"), std::string::npos) << s.message();
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace fracpack::server
