@@ -180,7 +180,7 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
       // and its view of which card is busy match the placement.
       // kubelet asks right after the bind reached it: the pod watch may
       // still be a moment behind.
-      if (auto a = state_.peek(cr.allocation_size(), std::chrono::steady_clock::now() + options_.record_wait)) {
+      if (auto a = state_.peek(cr.allocation_size(), std::chrono::steady_clock::now() + std::min(options_.preferred_wait, options_.record_wait))) {
         for (const scheduling::CardShare& share : a->cards) {
           if (static_cast<int>(picked.size()) >= cr.allocation_size()) break;
           for (const std::string& id : cr.available_deviceids()) {

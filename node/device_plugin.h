@@ -51,6 +51,9 @@ struct DevicePluginOptions {
   std::string cdi_kind = "nvidia.com/gpu";
   // How long an Allocate waits for the pod watch to show its record.
   std::chrono::milliseconds record_wait{10000};
+  // How long GetPreferredAllocation waits for it (then kubelet picks the
+  // IDs itself; Allocate still waits record_wait).
+  std::chrono::milliseconds preferred_wait{1000};
   // Where the plugin reports what it did: each container served
   // (problem false), each refusal and failed registration (problem true;
   // a registration failure once per distinct message). Default: stderr.

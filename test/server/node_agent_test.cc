@@ -153,6 +153,15 @@ class NodeAgentEndToEnd : public ::testing::Test {
     ASSERT_TRUE(Cluster::wait_for([&] { return agent_->ready().ok(); }, 10s)) << agent_->ready().message();
   }
 
+  // kubelet restarts; returns once the agent has registered again and its
+  // device list has reached the new kubelet.
+  void restart_kubelet() {
+    const int registrations = kubelet_->registrations(), lists = kubelet_->list_messages();
+    kubelet_->restart();
+    ASSERT_TRUE(Cluster::wait_for([&] { return kubelet_->registrations() > registrations && kubelet_->list_messages() > lists; }, 10s));
+    ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+  }
+
   size_t ledger_cards_on_node() {
     auto cards = testing::ledger_cards(cluster_->daemon());
     auto it = cards.find(kNode);
@@ -223,8 +232,11 @@ class NodeAgentEndToEnd : public ::testing::Test {
     auto admitted = kubelet_->admit(uid, kubelet_order(containers));
     ASSERT_TRUE(admitted) << name << ": " << admitted.message();
     ASSERT_EQ(admitted->size(), kubelet_order(containers).size());
+    ++pods_admitted_;
     for (const KubeletDouble::Admitted& a : *admitted) {
       ASSERT_TRUE(want.count(a.container)) << name << "/" << a.container;
+      ++containers_admitted_;
+      mismatches_ += split(a.envs.at("NVIDIA_VISIBLE_DEVICES")) == want.at(a.container) ? 0 : 1;
       EXPECT_EQ(split(a.envs.at("NVIDIA_VISIBLE_DEVICES")), want.at(a.container)) << name << "/" << a.container;
       EXPECT_EQ(a.envs.at("FRACPACK_POD"), "default/" + name);
       EXPECT_EQ(a.envs.at("FRACPACK_CONTAINER"), a.container);
@@ -241,6 +253,7 @@ class NodeAgentEndToEnd : public ::testing::Test {
   std::string dir_;
   static inline int counter_ = 0;
   k8s::FracpackContract contract_;
+  int pods_admitted_ = 0, containers_admitted_ = 0, mismatches_ = 0;
   std::unique_ptr<Connected> cluster_;
   std::unique_ptr<KubeletDouble> kubelet_;
   std::unique_ptr<NodeAgent> agent_;
@@ -285,6 +298,9 @@ TEST_F(NodeAgentEndToEnd, PodsOfEveryShapeGetExactlyTheirRecordedCards) {
   const std::string metrics = agent_->metrics_text();
   EXPECT_NE(metrics.find("fracpack_node_agent_allocations_total 6"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("fracpack_node_agent_allocation_failures_total 0"), std::string::npos) << metrics;
+  EXPECT_EQ(mismatches_, 0);
+  std::printf("[ figures  ] %d pods, %d containers admitted through kubelet's Allocate (%d calls), %d given other cards than recorded\n",
+              pods_admitted_, containers_admitted_, static_cast<int>(agent_->plugin_stats()->allocations.load()), mismatches_);
 }
 
 TEST_F(NodeAgentEndToEnd, PodsAskingTheSameAreServedInTheOrderTheirBindsArrived) {
@@ -300,6 +316,35 @@ TEST_F(NodeAgentEndToEnd, PodsAskingTheSameAreServedInTheOrderTheirBindsArrived)
   std::set<std::string> cards;
   for (int i = 0; i < 3; ++i) cards.insert(recorded("burst-" + std::to_string(i)).at("main").at(0));
   EXPECT_EQ(cards.size(), 3u);
+  EXPECT_EQ(mismatches_, 0);
+}
+
+TEST_F(NodeAgentEndToEnd, KubeletRestartingBetweenAPodsContainersGoesOnWithTheNextOne) {
+  // kubelet checkpoints each container's devices: after its restart it
+  // allocates only the containers it had not reached.
+  const std::vector<Ctr> shape = {{"main", false, 1, 50, 8192}, {"side", false, 1, 20, 2048}};
+  const std::string uid = bind("halfway", shape);
+  const auto want = recorded("halfway");
+  auto first = kubelet_->admit(uid, {{"main", 1}});
+  ASSERT_TRUE(first) << first.message();
+  EXPECT_EQ(split(first->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), want.at("main"));
+  ASSERT_NO_FATAL_FAILURE(restart_kubelet());
+  auto second = kubelet_->admit(uid, {{"side", 1}});
+  ASSERT_TRUE(second) << second.message();
+  EXPECT_EQ(second->at(0).container, "side");
+  EXPECT_EQ(split(second->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), want.at("side"));
+}
+
+TEST_F(NodeAgentEndToEnd, APodDeletedBetweenBindAndAllocateIsNotServed) {
+  const std::vector<Ctr> shape = {{"main", false, 1}};
+  const std::string uid = bind("gone", shape);
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  cluster_->api->remove("pods", "default", "gone");
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 0; }, 5s));
+  auto refused = kubelet_->admit(uid, kubelet_order(shape));  // waits recordWait (3 s) for a pod that never comes
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("no pod bound to this node waits for a container asking 1 device"), std::string::npos)
+      << refused.message();
 }
 
 TEST_F(NodeAgentEndToEnd, PodsAskingTheSameSeenTogetherAfterARestartAreRefusedNotGuessed) {
@@ -354,17 +399,30 @@ TEST_F(NodeAgentEndToEnd, AnUnhealthyCardLeavesKubeletAndTheExtender) {
   EXPECT_NE(agent_->metrics_text().find("fracpack_node_agent_device_healthy{index=\"2\""), std::string::npos);
 }
 
-TEST_F(NodeAgentEndToEnd, APodWithoutARecordIsRefusedWithAReasonKubeletShows) {
-  // Bound by someone else (no fracpack.io/allocation): never given cards.
-  json p = json::parse(pod("foreign", {{"main", false, 1}}));
-  p["spec"]["nodeName"] = kNode;
-  const std::string stored = cluster_->api->create("pods", p.dump());
-  const std::string uid = json::parse(stored)["metadata"]["uid"];
-  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
-  auto refused = kubelet_->admit(uid, {{"main", 1}});
-  ASSERT_FALSE(refused);
-  EXPECT_NE(refused.message().find("fracpack.io/allocation"), std::string::npos) << refused.message();
-  EXPECT_NE(agent_->metrics_text().find("fracpack_node_agent_allocation_failures_total 1"), std::string::npos);
+TEST_F(NodeAgentEndToEnd, APodWithoutAUsableRecordIsRefusedWithAReasonKubeletShows) {
+  // Bound by someone else (no fracpack.io/allocation), or with a record
+  // that does not parse, or that names another node: never given cards.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "no annotation fracpack.io/allocation"},
+      {"{\"node\":\"gpu-1\",\"containers\":[{\"name\":", "annotation fracpack.io/allocation: "},
+      {"{\"node\":\"gpu-9\",\"containers\":[{\"name\":\"main\",\"cards\":[{\"index\":0,\"memoryMiB\":1,\"cores\":100}]}]}",
+       "names node gpu-9, not gpu-1"},
+  };
+  int failures = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    json p = json::parse(pod("foreign-" + std::to_string(i), {{"main", false, 1}}));
+    p["spec"]["nodeName"] = kNode;
+    if (!cases[i].first.empty()) p["metadata"]["annotations"]["fracpack.io/allocation"] = cases[i].first;
+    const std::string stored = cluster_->api->create("pods", p.dump());
+    const std::string uid = json::parse(stored)["metadata"]["uid"];
+    ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+    auto refused = kubelet_->admit(uid, {{"main", 1}});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.message().find(cases[i].second), std::string::npos) << refused.message();
+    EXPECT_NE(agent_->metrics_text().find("fracpack_node_agent_allocation_failures_total " + std::to_string(++failures)), std::string::npos);
+    cluster_->api->remove("pods", "default", "foreign-" + std::to_string(i));  // kubelet failed it
+    ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 0; }, 5s));
+  }
 }
 
 TEST_F(NodeAgentEndToEnd, ARestartedAgentRemembersWhatItAllocatedAndKubeletRestartsAreSurvived) {
@@ -386,10 +444,7 @@ TEST_F(NodeAgentEndToEnd, ARestartedAgentRemembersWhatItAllocatedAndKubeletResta
   ASSERT_NO_FATAL_FAILURE(admit_and_check("late", late, shape));
 
   // kubelet restarts: the agent registers again and keeps serving.
-  const int before = kubelet_->registrations();
-  kubelet_->restart();
-  ASSERT_TRUE(Cluster::wait_for([&] { return kubelet_->registrations() > before; }, 10s));
-  ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+  ASSERT_NO_FATAL_FAILURE(restart_kubelet());
   const std::vector<Ctr> whole = {{"main", false, 1}};
   const std::string after = bind("after-kubelet", whole);
   ASSERT_NO_FATAL_FAILURE(admit_and_check("after-kubelet", after, whole));
