@@ -7,11 +7,44 @@
 
 namespace fracpack {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629:
+// no overlongs, no surrogates, nothing past U+10FFFF), or 0.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&s](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
-  // Runs of characters that need no escape are appended whole.
+  // Runs of characters that need no escape are appended whole; bytes that
+  // are not UTF-8 become U+FFFD, so the output is always valid JSON.
   static constexpr auto kEscape = [] {
     std::array<bool, 256> t{};
     for (int c = 0; c < 0x20; ++c) t[static_cast<size_t>(c)] = true;
+    for (int c = 0x80; c < 0x100; ++c) t[static_cast<size_t>(c)] = true;
     t['"'] = true;
     t['\\'] = true;
     return t;
@@ -21,6 +54,16 @@ void append_json_string(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const auto ch = static_cast<unsigned char>(s[i]);
     if (!kEscape[ch]) continue;
+    if (ch >= 0x80) {
+      if (const size_t n = utf8_sequence(s, i); n > 0) {
+        i += n - 1;  // well-formed: part of the run
+        continue;
+      }
+      out.append(s.data() + run, i - run);
+      run = i + 1;
+      out += "\\ufffd";
+      continue;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (ch) {

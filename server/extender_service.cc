@@ -214,6 +214,14 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
     return refuse("unknown_pod", "pod " + who + " (uid " + args->pod_uid +
                                      ") is not known to fracpack yet (its informer has not seen it); kube-scheduler will retry");
   }
+  // The UID names the pod; its namespace and name must agree, and a pod
+  // bound already is not bound again elsewhere.
+  if (pod->meta.namespace_name != args->pod_namespace || pod->meta.name != args->pod_name) {
+    return refuse("identity_mismatch", "pod uid " + args->pod_uid + " is " + pod->key() + ", not " + who);
+  }
+  if (!pod->node_name.empty() && pod->node_name != args->node) {
+    return refuse("already_bound", "pod " + who + " is bound to node " + pod->node_name + " already, not to " + args->node);
+  }
   Placement placement = place(*pod, args->node, who);
   if (placement.refusal != nullptr) return refuse(placement.refusal, placement.reason);
   Binder::Job job;

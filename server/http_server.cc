@@ -208,6 +208,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     idle_ = false;
     first_ = false;
     if (ec) return on_read_error(ec);
+    if (const std::string why = framing_error(parser_->get()); !why.empty()) {
+      ++server_->bad_requests;
+      version_ = parser_->get().version();
+      return reply_and_close(400, why);
+    }
     lowest().expires_after(server_->options.body_timeout);
     const auto length = parser_->content_length();
     if (length && *length >= kDirectBodyBytes && !parser_->chunked()) {
@@ -227,6 +232,30 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       return;
     }
     http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](error_code e, size_t) { self->on_body(e); });
+  }
+
+  // What RFC 9112 makes a server refuse before reading a body: an HTTP/1.1
+  // request without Host (§3.2), a transfer coding other than chunked
+  // alone (§6.1: the body's end is unknown, and nothing here decodes
+  // gzip), and Transfer-Encoding beside Content-Length (§6.3: a request
+  // smuggling vector). "" when the framing is sound.
+  static std::string framing_error(const http::request_header<>& h) {
+    if (h.version() >= 11 && h.find(http::field::host) == h.end()) return "HTTP/1.1 request without a Host header";
+    size_t codings = 0;
+    std::string_view coding;
+    for (const auto& f : h) {
+      if (f.name() != http::field::transfer_encoding) continue;
+      ++codings;
+      coding = f.value();
+    }
+    if (codings == 0) return "";
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+    if (codings > 1 || !beast::iequals(coding, "chunked")) {
+      return "unsupported Transfer-Encoding \"" + std::string(coding.substr(0, 64)) + "\" (only chunked is accepted)";
+    }
+    if (h.find(http::field::content_length) != h.end()) return "both Transfer-Encoding and Content-Length";
+    return "";
   }
 
   void on_direct_body(error_code ec) {
@@ -307,13 +336,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void reply_and_close(int status, const std::string& message) {
     keep_alive_ = false;
-    std::string body = "{\"Error\":\"";
-    for (char c : message) {
-      if (c == '"' || c == '\\') body.push_back('\\');
-      if (static_cast<unsigned char>(c) >= 0x20) body.push_back(c);
-    }
-    body += "\"}";
-    write(HttpResponse{status, std::move(body)});
+    write(HttpResponse{status, error_body(message)});
   }
 
   void write(HttpResponse r) {

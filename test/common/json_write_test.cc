@@ -13,6 +13,28 @@ TEST(JsonWrite, EscapesWhatJsonRequires) {
   EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\t\\u0001é\"");
 }
 
+TEST(JsonWrite, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  // Well-formed sequences of 2, 3 and 4 bytes pass; a stray continuation
+  // byte, a truncated sequence, an overlong form, a surrogate and a code
+  // point past U+10FFFF each become U+FFFD (per byte), so any input gives
+  // valid JSON.
+  const std::string ok = "é€😀";
+  std::string out;
+  append_json_string(out, ok);
+  EXPECT_EQ(out, "\"" + ok + "\"");
+  for (const auto& [in, want] : std::vector<std::pair<std::string, std::string>>{
+           {"a\x80" "z", "a\\ufffdz"},
+           {"\xe2\x82", "\\ufffd\\ufffd"},
+           {"\xc0\xaf", "\\ufffd\\ufffd"},
+           {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},
+           {"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},
+           {"\xff\xfe/x", "\\ufffd\\ufffd/x"}}) {
+    std::string o;
+    append_json_string(o, in);
+    EXPECT_EQ(o, "\"" + want + "\"") << in.size();
+  }
+}
+
 TEST(JsonWrite, FieldsAndNumbers) {
   std::string out = "{";
   append_json_field(out, "k", "v", false);

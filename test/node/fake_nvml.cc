@@ -92,8 +92,17 @@ struct nvmlEventData_t {
   unsigned int computeInstanceId;
 };
 
+// NVML counts its initialisations: each nvmlInit needs its nvmlShutdown,
+// and only the first reads the configuration (two agents in one process
+// share the devices, as two NVML clients share the driver).
+static int init_count = 0;
+
 __attribute__((visibility("default"))) int nvmlInit_v2() {
   std::lock_guard lock(mu);
+  if (init_count > 0) {
+    ++init_count;
+    return 0;
+  }
   const char* path = std::getenv("FAKE_NVML_CONFIG");
   if (path == nullptr) return 9;  // DRIVER_NOT_LOADED
   std::ifstream in(path);
@@ -120,11 +129,14 @@ __attribute__((visibility("default"))) int nvmlInit_v2() {
   }
   events_seen = 0;
   initialized = true;
+  init_count = 1;
   return 0;
 }
 
 __attribute__((visibility("default"))) int nvmlShutdown() {
   std::lock_guard lock(mu);
+  if (init_count == 0) return 1;  // UNINITIALIZED
+  if (--init_count > 0) return 0;
   initialized = false;
   cards.clear();
   all.clear();

@@ -197,7 +197,12 @@ TEST(ExtenderBind, RetriedBindIsIdempotentAndUnknownPodsFailWithAMessage) {
   });
   EXPECT_EQ(used, 300) << "charged once";
   Status again = s.driver().bind("default", "p", "u-p", "n2");
-  EXPECT_FALSE(again.ok()) << "already assigned elsewhere";
+  ASSERT_FALSE(again.ok()) << "already assigned elsewhere";
+  EXPECT_NE(again.message().find("pod default/p is bound to node n1 already, not to n2"), std::string::npos) << again.message();
+  // The UID with another pod's name: refused, and logged under the claim.
+  Status impostor = s.driver().bind("kube-system", "p", "u-p", "n1");
+  ASSERT_FALSE(impostor.ok());
+  EXPECT_NE(impostor.message().find("pod uid u-p is default/p, not kube-system/p"), std::string::npos) << impostor.message();
   Status unknown = s.driver().bind("default", "nobody", "u-nobody", "n1");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.message().find("not known"), std::string::npos) << unknown.message();

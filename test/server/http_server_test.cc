@@ -92,6 +92,37 @@ TEST_F(BadInput, UnknownRoutesAre404AndWrongMethods405) {
   expect_json_error(send(post_request("/healthz", "")), 405);
 }
 
+TEST_F(BadInput, FramingThatRfc9112RefusesIs400AndCloses) {
+  const uint16_t port = s.daemon().port();
+  auto refused = [&](const std::string& bytes, const std::string& why) {
+    const RawExchange r = raw_exchange(port, {bytes}, 0ms, 5s, true);
+    expect_json_error(r, 400);
+    EXPECT_NE(body_of(r.response).find(why), std::string::npos) << r.response;
+    EXPECT_TRUE(r.closed_by_server) << bytes;  // one answer (its body parsed as JSON above): nothing more was read
+  };
+  refused("GET /healthz HTTP/1.1\r\n\r\n", "without a Host header");
+  refused("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: bogus\r\n\r\nGET /version HTTP/1.1\r\nHost: x\r\n\r\n",
+          "unsupported Transfer-Encoding");
+  refused("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding");
+  refused("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+          "Transfer-Encoding");
+  // HTTP/1.0 has no Host requirement; plain chunked is fine.
+  const RawExchange old = raw_exchange(port, {"GET /healthz HTTP/1.0\r\n\r\n"}, 0ms, 5s, true);
+  EXPECT_EQ(old.response.rfind("HTTP/1.0 200", 0), 0u) << old.response;
+  const std::string body = "{\"Pod\":" + gpu_pod("p", "u-p", 50) + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]}";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  const auto chunked = send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                            std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n");
+  EXPECT_EQ(status_of(chunked.response), 200) << chunked.response;
+}
+
+TEST_F(BadInput, ErrorBodiesAreValidUtf8JsonWhateverThePathHolds) {
+  const RawExchange r = send("GET /no\xff\xfewhere HTTP/1.1\r\nHost: x\r\n\r\n");
+  expect_json_error(r, 404);  // (nlohmann refuses invalid UTF-8: the parse in expect_json_error checks it)
+  EXPECT_NE(body_of(r.response).find("\\ufffd"), std::string::npos) << r.response;
+}
+
 TEST_F(BadInput, BodyOverTheLimitIs413BeforeItIsRead) {
   const std::string big(100 * 1024, ' ');
   auto r = send(post_request("/filter", big));
