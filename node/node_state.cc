@@ -50,35 +50,33 @@ void NodeState::set_pods(std::vector<WaitingPod> pods) {
   changed_.notify_all();
 }
 
-Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    // Only a settled answer is served or refused: a refusal ends the pod
-    // kubelet was in the middle of, so a retry must not.
-    const bool settled = matcher_.peek(devices) || stopped_ || std::chrono::steady_clock::now() >= deadline ||
-                         !matcher_.lacks_candidate(devices);  // (ambiguity: no pod event will settle it)
-    if (settled) {
-      auto a = matcher_.allocate(devices);
-      if (persist_ && (matcher_.served() != persisted_served_ || matcher_.last_uid() != persisted_last_)) {
-        persisted_served_ = matcher_.served();
-        persisted_last_ = matcher_.last_uid();
-        persist_(persisted_served_, persisted_last_);
-      }
-      return a;
-    }
+void NodeState::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const {
+  // While no pod's record matches (a bind the watch has not shown yet),
+  // every pod event may bring it; ambiguity is final (no event settles it).
+  while (!matcher_.peek(devices) && !stopped_ && std::chrono::steady_clock::now() < deadline && matcher_.lacks_candidate(devices)) {
     const uint64_t seen = pods_version_;
     changed_.wait_until(lock, deadline, [&] { return stopped_ || pods_version_ != seen; });
   }
 }
 
+Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  // Only a settled answer is served or refused: a refusal ends the pod
+  // kubelet was in the middle of, so waiting must not.
+  wait_for_candidate(lock, devices, deadline);
+  auto a = matcher_.allocate(devices);
+  if (persist_ && (matcher_.served() != persisted_served_ || matcher_.last_uid() != persisted_last_)) {
+    persisted_served_ = matcher_.served();
+    persisted_last_ = matcher_.last_uid();
+    persist_(persisted_served_, persisted_last_);
+  }
+  return a;
+}
+
 Result<Assignment> NodeState::peek(int devices, std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock lock(mu_);
-  for (;;) {
-    auto a = matcher_.peek(devices);
-    if (a || stopped_ || std::chrono::steady_clock::now() >= deadline || !matcher_.lacks_candidate(devices)) return a;
-    const uint64_t seen = pods_version_;
-    changed_.wait_until(lock, deadline, [&] { return stopped_ || pods_version_ != seen; });
-  }
+  wait_for_candidate(lock, devices, deadline);
+  return matcher_.peek(devices);
 }
 
 void NodeState::kubelet_restarted() {

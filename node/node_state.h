@@ -59,6 +59,10 @@ class NodeState {
   bool stopped() const;
 
  private:
+  // Until `devices` has a candidate, or none can come (ambiguity, stop,
+  // `deadline`).
+  void wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const;
+
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
   std::vector<GpuDevice> devices_;

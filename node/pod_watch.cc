@@ -11,26 +11,8 @@ std::string pods_on_node_selector(const std::string& node) {
 PodWatch::PodWatch(NodeState& state, std::string node, std::string resource, k8s::ContractNames names, k8s::Selection selection)
     : state_(state), node_(std::move(node)), resource_(std::move(resource)), names_(std::move(names)), selection_(std::move(selection)) {}
 
-namespace {
-
-// Whether kubelet will call Allocate for any of the pod's containers (a
-// limit that does not parse counts: the pod is kept to be refused with
-// the reason).
-bool asks(const k8s::Pod& pod, const std::string& resource) {
-  auto asks_in = [&resource](const std::vector<k8s::Container>& cs) {
-    for (const k8s::Container& c : cs) {
-      const std::string* limit = k8s::find(c.limits, resource);
-      if (limit != nullptr && *limit != "0") return true;
-    }
-    return false;
-  };
-  return asks_in(pod.init_containers) || asks_in(pod.containers);
-}
-
-}  // namespace
-
 std::optional<WaitingPod> PodWatch::waiting(const k8s::Pod& pod) const {
-  if (pod.node_name != node_ || !may_wait(pod) || !asks(pod, resource_)) return std::nullopt;
+  if (pod.node_name != node_ || !may_wait(pod) || !asks_devices(pod, resource_)) return std::nullopt;
   return waiting_pod(pod, resource_, names_, node_);
 }
 

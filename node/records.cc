@@ -24,6 +24,16 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots)
   return k8s::format_devices(cards);
 }
 
+bool asks_devices(const k8s::Pod& pod, const std::string& resource) {
+  auto asks_in = [&resource](const std::vector<k8s::Container>& cs) {
+    return std::any_of(cs.begin(), cs.end(), [&resource](const k8s::Container& c) {
+      const std::string* limit = k8s::find(c.limits, resource);
+      return limit != nullptr && *limit != "0";
+    });
+  };
+  return asks_in(pod.init_containers) || asks_in(pod.containers);
+}
+
 bool may_wait(const k8s::Pod& pod) { return !pod.node_name.empty() && !pod.terminal() && !pod.meta.deleting && pod.phase != "Running"; }
 
 namespace {

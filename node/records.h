@@ -26,6 +26,11 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots)
 // the reason (it is then never served).
 WaitingPod waiting_pod(const k8s::Pod& pod, const std::string& resource, const k8s::ContractNames& names, const std::string& node);
 
+// Whether kubelet will call Allocate for any of the pod's containers: one
+// names `resource` with a count other than 0 (a count that does not parse
+// counts: waiting_pod then says why it cannot be served).
+bool asks_devices(const k8s::Pod& pod, const std::string& resource);
+
 // Whether the pod still waits for kubelet's Allocate: bound to the node,
 // not finished, not being deleted, not running.
 bool may_wait(const k8s::Pod& pod);

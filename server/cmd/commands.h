@@ -21,6 +21,10 @@ int cmd_serve(const std::vector<std::string>& argv);
 int cmd_node_agent(const std::vector<std::string>& argv);
 int cmd_inspect(const std::vector<std::string>& argv);
 
+// The configuration file --config names (defaults without it); the
+// error names the file, key and line.
+Result<config::Config> config_from_flag(const Args& args);
+
 // A long-running command's process (serve, node-agent): the log as
 // configured; SIGTERM and SIGINT blocked in every thread (started after
 // this) for wait_for_stop_signal; SIGPIPE ignored.

@@ -58,12 +58,9 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
     return 0;
   }
   if (!args->positional().empty()) return usage_error("node-agent takes no positional arguments (see --help)");
-  config::Config c;
-  if (auto file = args->get("config")) {
-    auto loaded = config::load_config(*file);
-    if (!loaded) return fail(loaded.message());
-    c = std::move(*loaded);
-  }
+  auto loaded = config_from_flag(*args);
+  if (!loaded) return fail(loaded.message());
+  config::Config c = std::move(*loaded);
   config::NodeAgentConfig& a = c.node_agent;
   // The node's name: the flag, else $NODE_NAME (the DaemonSet's), else the
   // file (a file shared by every node must not name one).

@@ -53,12 +53,9 @@ int cmd_serve(const std::vector<std::string>& argv) {
     return 0;
   }
   if (!args->positional().empty()) return usage_error("serve takes no positional arguments (see --help)");
-  config::Config c;
-  if (auto file = args->get("config")) {
-    auto loaded = config::load_config(*file);
-    if (!loaded) return fail(loaded.message());
-    c = std::move(*loaded);
-  }
+  auto loaded = config_from_flag(*args);
+  if (!loaded) return fail(loaded.message());
+  config::Config c = std::move(*loaded);
   if (auto v = args->get("listen")) c.listen = *v;
   if (auto v = args->get("url-prefix")) c.url_prefix = *v;
   if (auto v = args->get("metrics-listen")) c.metrics_listen = *v;

@@ -20,6 +20,14 @@ WaitingPod two_containers() {
                             {GpuContainer{"second", false, 1}, {CardShare{1, "GPU-1", 1024, 100}}}});
 }
 
+// The pod watch delivering `pods` a moment later (a bind kubelet saw first).
+std::jthread list_later(NodeState& state, std::vector<WaitingPod> pods) {
+  return std::jthread([&state, pods = std::move(pods)]() mutable {
+    std::this_thread::sleep_for(50ms);
+    state.set_pods(std::move(pods));
+  });
+}
+
 TEST(NodeState, ARestoredAdmissionSurvivesAnAllocateBeforeThePodsAreListed) {
   // The agent restarted while kubelet was between a pod's two containers:
   // the next Allocate comes before the first pod list. It waits, and
@@ -27,10 +35,7 @@ TEST(NodeState, ARestoredAdmissionSurvivesAnAllocateBeforeThePodsAreListed) {
   NodeState state;
   const WaitingPod p = two_containers();
   state.restore({{p.uid, 1}}, p.uid);
-  std::thread watch([&] {
-    std::this_thread::sleep_for(50ms);
-    state.set_pods({p});
-  });
+  std::jthread watch = list_later(state, {p});
   auto a = state.allocate(1, Clock::now() + 5s);
   watch.join();
   ASSERT_TRUE(a.ok()) << a.message();
@@ -46,10 +51,7 @@ TEST(NodeState, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
     last = served;
   });
   const WaitingPod p = two_containers();
-  std::thread watch([&] {
-    std::this_thread::sleep_for(50ms);
-    state.set_pods({p});
-  });
+  std::jthread watch = list_later(state, {p});
   auto a = state.allocate(1, Clock::now() + 5s);
   watch.join();
   ASSERT_TRUE(a.ok()) << a.message();
@@ -67,10 +69,7 @@ TEST(NodeState, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
 
 TEST(NodeState, PreferredAllocationWaitsForThePodWatchToo) {
   NodeState state;
-  std::thread watch([&] {
-    std::this_thread::sleep_for(50ms);
-    state.set_pods({two_containers()});
-  });
+  std::jthread watch = list_later(state, {two_containers()});
   auto a = state.peek(1, Clock::now() + 5s);
   watch.join();
   ASSERT_TRUE(a.ok()) << a.message();

@@ -16,6 +16,7 @@
 
 #include "k8s/contract/fracpack.h"
 #include "node/agent_state.h"
+#include "server/cmd/args.h"
 #include "test/support/cluster_harness.h"
 #include "test/support/kubelet_double.h"
 #include "test/support/server_fixture.h"
@@ -202,17 +203,6 @@ class NodeAgentEndToEnd : public ::testing::Test {
     });
   }
 
-  static std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= s.size() && !s.empty()) {
-      const size_t comma = s.find(',', start);
-      out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    return out;
-  }
 
   // The node's cards as the extender reads them from the API server.
   std::vector<scheduling::Card> published_cards() {
@@ -236,8 +226,8 @@ class NodeAgentEndToEnd : public ::testing::Test {
     for (const KubeletDouble::Admitted& a : *admitted) {
       ASSERT_TRUE(want.count(a.container)) << name << "/" << a.container;
       ++containers_admitted_;
-      mismatches_ += split(a.envs.at("NVIDIA_VISIBLE_DEVICES")) == want.at(a.container) ? 0 : 1;
-      EXPECT_EQ(split(a.envs.at("NVIDIA_VISIBLE_DEVICES")), want.at(a.container)) << name << "/" << a.container;
+      mismatches_ += cli::split_list(a.envs.at("NVIDIA_VISIBLE_DEVICES")) == want.at(a.container) ? 0 : 1;
+      EXPECT_EQ(cli::split_list(a.envs.at("NVIDIA_VISIBLE_DEVICES")), want.at(a.container)) << name << "/" << a.container;
       EXPECT_EQ(a.envs.at("FRACPACK_POD"), "default/" + name);
       EXPECT_EQ(a.envs.at("FRACPACK_CONTAINER"), a.container);
       EXPECT_EQ(a.cdi_devices.size(), want.at(a.container).size());
@@ -327,12 +317,12 @@ TEST_F(NodeAgentEndToEnd, KubeletRestartingBetweenAPodsContainersGoesOnWithTheNe
   const auto want = recorded("halfway");
   auto first = kubelet_->admit(uid, {{"main", 1}});
   ASSERT_TRUE(first) << first.message();
-  EXPECT_EQ(split(first->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), want.at("main"));
+  EXPECT_EQ(cli::split_list(first->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), want.at("main"));
   ASSERT_NO_FATAL_FAILURE(restart_kubelet());
   auto second = kubelet_->admit(uid, {{"side", 1}});
   ASSERT_TRUE(second) << second.message();
   EXPECT_EQ(second->at(0).container, "side");
-  EXPECT_EQ(split(second->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), want.at("side"));
+  EXPECT_EQ(cli::split_list(second->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), want.at("side"));
 }
 
 TEST_F(NodeAgentEndToEnd, APodDeletedBetweenBindAndAllocateIsNotServed) {

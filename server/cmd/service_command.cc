@@ -1,4 +1,5 @@
-// The process set-up of the long-running commands (serve, node-agent).
+// What the long-running commands (serve, node-agent) share: their
+// configuration from --config, and the process set-up.
 #include <signal.h>
 
 #include "server/cmd/commands.h"
@@ -17,6 +18,11 @@ sigset_t stop_signals() {
 }
 
 }  // namespace
+
+Result<config::Config> config_from_flag(const Args& args) {
+  if (auto file = args.get("config")) return config::load_config(*file);
+  return config::Config{};
+}
 
 void start_service_process(const config::Config& c) {
   server::LogLevel level = server::LogLevel::kInfo;
