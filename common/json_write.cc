@@ -38,6 +38,14 @@ size_t utf8_sequence(std::string_view s, size_t i) {
 
 }  // namespace
 
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes, bool* cut) {
+  if (cut != nullptr) *cut = s.size() > max_bytes;
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // s[n] continues a sequence: cut before it
+  return s.substr(0, n);
+}
+
 void append_json_string(std::string& out, std::string_view s) {
   // Runs of characters that need no escape are appended whole; bytes that
   // are not UTF-8 become U+FFFD, so the output is always valid JSON.

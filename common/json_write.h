@@ -11,6 +11,10 @@ namespace fracpack {
 // Appends `s` as a JSON string literal (quoted, escaped) to `out`.
 void append_json_string(std::string& out, std::string_view s);
 
+// `s` cut to at most `max_bytes`, never inside a UTF-8 sequence; `cut` says
+// whether anything was dropped.
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes, bool* cut = nullptr);
+
 // `"key":"value"` and `"key":number` (integers without a decimal point),
 // preceded by a comma unless `comma` is false.
 void append_json_field(std::string& out, const char* key, std::string_view value, bool comma = true);

@@ -235,6 +235,10 @@ Status validate(const Config& c) {
     auto l = parse_listen(c.listen);
     if (m->second != 0 && m->second == l->second) return Error{"metricsListen: the port " + std::to_string(m->second) + " is listen's too"};
   }
+  if (c.limits.max_body_bytes_in_flight < c.limits.max_request_bytes) {
+    return Error{"limits.maxBodyBytesInFlight: " + std::to_string(c.limits.max_body_bytes_in_flight) +
+                 " is below limits.maxRequestBytes (" + std::to_string(c.limits.max_request_bytes) + "): the largest request could never be read"};
+  }
   if (c.url_prefix.empty() || c.url_prefix.front() != '/') return Error{"urlPrefix: must start with \"/\" (got \"" + c.url_prefix + "\")"};
   if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
     return Error{c.tls.key_file.empty() ? "tls.certFile: needs tls.keyFile too (both or neither)" : "tls.keyFile: needs tls.certFile too (both or neither)"};
@@ -327,6 +331,7 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += limits.check_is_map();
   err += limits.field("maxRequestBytes", bytes_field(c.limits.max_request_bytes, 1024, int64_t{1} << 32));
   err += limits.field("maxConnections", int_field(c.limits.max_connections, 1, 1'000'000));
+  err += limits.field("maxBodyBytesInFlight", bytes_field(c.limits.max_body_bytes_in_flight, 1024, int64_t{1} << 40));
   err += limits.field("headerTimeout", duration_field(c.limits.header_timeout, milliseconds(100), std::chrono::hours(1)));
   err += limits.field("bodyTimeout", duration_field(c.limits.body_timeout, milliseconds(100), std::chrono::hours(1)));
   err += limits.field("idleTimeout", duration_field(c.limits.idle_timeout, milliseconds(100), std::chrono::hours(24)));

@@ -28,6 +28,7 @@ struct TlsConfig {
 struct LimitsConfig {
   int64_t max_request_bytes = 64 << 20;
   int64_t max_connections = 1024;
+  int64_t max_body_bytes_in_flight = 256 << 20;
   milliseconds header_timeout{10000};
   milliseconds body_timeout{30000};
   milliseconds idle_timeout{120000};

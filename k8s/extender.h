@@ -9,9 +9,8 @@
 // the field.
 #pragma once
 
-#include <deque>
-
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,23 +45,37 @@ struct ExtenderArgs {
 // to spare (body.size() + 64) it is parsed in place, else copied.
 Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity = 0);
 
+// Reasons and errors in replies are cut to this many bytes (with "..."):
+// they may quote what the pod asked for, and a reply must not grow with it.
+inline constexpr size_t kMaxReasonBytes = 512;
+
 // ExtenderFilterResult, written as verdicts come (no maps, no copies of
 // reasons). Passing nodes are answered the way they came: pass() each one's
 // name, or its unmodified object text with `full_nodes`; fail() each
 // rejected one (FailedNodes, or FailedAndUnresolvableNodes); then finish().
+// The caller answers each distinct node once (FailedNodes is a map).
 class FilterReplyWriter {
  public:
-  FilterReplyWriter(bool full_nodes, size_t expected);
+  // `max_bytes`: the reply's budget; past it, what was written is dropped
+  // and over_budget() tells the caller to refuse the request instead.
+  FilterReplyWriter(bool full_nodes, size_t expected, size_t max_bytes = SIZE_MAX);
   void pass(std::string_view name_or_object);
   void fail(std::string_view node, std::string_view reason, bool unresolvable);
+  bool over_budget() const { return over_; }
   // `no_nodes`: neither NodeNames nor Nodes (the request had neither).
   std::string finish(std::string_view error = "", bool no_nodes = false);
 
  private:
+  void charge();
   bool full_nodes_;
+  bool over_ = false;
+  size_t max_bytes_;
   size_t passes_ = 0;
   std::string passed_, failed_, unresolvable_;
 };
+
+// `text` as a reason fit for a reply: at most kMaxReasonBytes, marked when cut.
+void append_bounded_json_string(std::string& out, std::string_view text);
 
 // HostPriorityList: a bare array.
 struct HostPriority {

@@ -49,7 +49,38 @@ ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator
       binder_(binder),
       metrics_(metrics),
       options_(options),
-      recent_(options.recent_pods) {}
+      recent_(options.recent_pods, options.recent_pod_bytes) {}
+
+namespace {
+
+// Each distinct node is answered once: a name repeated in the request is
+// dropped (kube-scheduler never repeats one; a reply that repeated its
+// reason would grow with every copy).
+template <class T>
+void drop_repeated(std::vector<T>& items, const std::vector<uint8_t>& repeated) {
+  if (repeated.empty()) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (repeated[i]) continue;
+    if (kept != i) items[kept] = std::move(items[i]);  // (never onto itself: a self-moved string is emptied)
+    ++kept;
+  }
+  items.resize(kept);
+}
+
+std::vector<std::string_view> names_of(const std::vector<k8s::ExtenderNode>& nodes) {
+  std::vector<std::string_view> out;
+  out.reserve(nodes.size());
+  for (const auto& n : nodes) out.push_back(n.node.meta.name);
+  return out;
+}
+
+HttpResponse reply_too_large(size_t budget) {
+  return bad_request("the reply would exceed " + std::to_string(budget) +
+                     " bytes (twice limits.maxRequestBytes): ask about fewer nodes at once");
+}
+
+}  // namespace
 
 HttpResponse ExtenderService::filter(const std::string& body) {
   auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity());
@@ -57,16 +88,21 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   if (!args->pod) return bad_request("ExtenderArgs: no Pod");
   const k8s::Pod& pod = *args->pod;
   const bool full = args->nodes.has_value();
+  const bool gpu = contract_.requests_gpu(pod);
+  // Names mode drops repeats after resolving them (the resolution is cached).
+  if (full) drop_repeated(*args->nodes, NodeNameCache::repeats(names_of(*args->nodes)));
+  if (!full && !gpu && args->node_names) drop_repeated(*args->node_names, NodeNameCache::repeats(*args->node_names));
   const size_t count = full ? args->nodes->size() : (args->node_names ? args->node_names->size() : 0);
-  k8s::FilterReplyWriter reply(full, count);
+  k8s::FilterReplyWriter reply(full, count, options_.max_reply_bytes);
   const bool no_nodes = !args->nodes && !args->node_names;
-  if (!contract_.requests_gpu(pod)) {
+  if (!gpu) {
     // Not a fracpack pod: every node passes, untouched.
     if (full) {
       for (const auto& n : *args->nodes) reply.pass(n.json);
     } else if (args->node_names) {
       for (const auto& n : *args->node_names) reply.pass(n);
     }
+    if (reply.over_budget()) return reply_too_large(options_.max_reply_bytes);
     return json_response(200, reply.finish("", no_nodes));
   }
   recent_.remember(pod);
@@ -86,8 +122,11 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     std::vector<const NodeState*> nodes(count);
     if (!full) {
       if (!args->node_names) return 0;  // neither list: nothing to judge
-      const auto& names = *args->node_names;
-      names_.resolve(ledger, names, args->node_names_text, nodes);
+      auto& names = *args->node_names;
+      std::vector<uint8_t> repeated;
+      names_.resolve(ledger, names, args->node_names_text, nodes, repeated);
+      drop_repeated(names, repeated);
+      drop_repeated(nodes, repeated);
       evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) { judge(names[i], names[i], v); });
       return 0;
     }
@@ -137,6 +176,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     return 0;
   });
   tally.report(metrics_);
+  if (reply.over_budget()) return reply_too_large(options_.max_reply_bytes);
   return json_response(200, reply.finish("", no_nodes));
 }
 
@@ -149,23 +189,32 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   if (args->nodes) {
     for (const auto& n : *args->nodes) names.push_back(n.node.meta.name);
   }
-  std::vector<k8s::HostPriority> out(names.size());
-  for (size_t i = 0; i < names.size(); ++i) out[i].host = names[i];
   const k8s::Pod& pod = *args->pod;
   // Pods without cards are scored too (when kube-scheduler asks, i.e. no
   // managedResources): where they take CPU and memory changes what GPU
   // pods can still use, which the policy weighs as the replay does.
   recent_.remember(pod);
   auto req = contract_.pod_request(pod);
-  if (!req) return json_response(200, k8s::format_host_priorities(out));
+  if (!req) {
+    drop_repeated(names, NodeNameCache::repeats(names));
+    std::vector<k8s::HostPriority> zero(names.size());
+    for (size_t i = 0; i < names.size(); ++i) zero[i].host = names[i];
+    return json_response(200, k8s::format_host_priorities(zero));
+  }
   std::vector<std::optional<int64_t>> raw(names.size());
   state_.read([&](const Ledger& ledger) {
     std::vector<const NodeState*> nodes(names.size());
+    std::vector<uint8_t> repeated;
     if (args->node_names) {
-      names_.resolve(ledger, names, args->node_names_text, nodes);
+      names_.resolve(ledger, names, args->node_names_text, nodes, repeated);
     } else {
       for (size_t i = 0; i < names.size(); ++i) nodes[i] = ledger.node(names[i]);
+      repeated = NodeNameCache::repeats(names);
     }
+    // Each distinct node is scored once.
+    drop_repeated(names, repeated);
+    drop_repeated(nodes, repeated);
+    raw.resize(names.size());
     evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) {
       if (v.fits) raw[i] = v.score;
     });
@@ -178,7 +227,11 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
       hi = std::max(hi, *r);
     }
   }
-  for (size_t i = 0; i < names.size(); ++i) out[i].score = raw[i] ? scheduling::extender_score(*raw[i], lo, hi) : 0;
+  std::vector<k8s::HostPriority> out(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    out[i].host = names[i];
+    out[i].score = raw[i] ? scheduling::extender_score(*raw[i], lo, hi) : 0;
+  }
   // A node whose agent is serving another pod's bind (HAMi's node lock)
   // takes this pod's bind only after that pod's Allocate: rank it last.
   const std::vector<std::string> held = state_.held_by(names);

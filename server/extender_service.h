@@ -30,7 +30,14 @@
 namespace fracpack::server {
 
 struct ExtenderOptions {
-  size_t recent_pods = 4096;  // pods remembered from filter requests, for a bind the informer has not seen yet
+  // Pods remembered from filter requests, for a bind the informer has not
+  // seen yet: at most this many, and this many bytes.
+  size_t recent_pods = 4096;
+  size_t recent_pod_bytes = 64 << 20;
+  // A filter reply past this many bytes is refused (400) rather than built:
+  // twice limits.maxRequestBytes (a full-Node reply echoes at most the
+  // request, plus a bounded reason per distinct node).
+  size_t max_reply_bytes = 128 << 20;
   // A bind not posted within this of its arrival is refused (cluster.bindTimeout).
   std::chrono::milliseconds bind_timeout{4000};
   // The node agent serves one bind per node at a time (HAMi's node lock):

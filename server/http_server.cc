@@ -71,9 +71,16 @@ class SessionBase {
  public:
   virtual ~SessionBase() = default;
   // From any thread: closes the connection unless a request is being
-  // received or handled (drain and stop).
+  // received or handled (drain, stop, and making room at the cap).
   virtual void close_when_idle(bool even_if_busy) = 0;
+  // Since when the connection has waited for a request (steady clock, ns);
+  // 0 while one is being received or handled.
+  virtual int64_t idle_since() const = 0;
 };
+
+namespace {
+int64_t steady_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(HttpOptions o, Handler h) : options(std::move(o)), handler(std::move(h)) {}
@@ -81,11 +88,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // Declared before the io_context: sessions destroyed with it still count.
   HttpOptions options;
   Handler handler;
-  std::atomic<uint64_t> connections{0}, refused{0}, requests{0}, bad_requests{0}, timeouts{0}, tls_failures{0},
-      tls_reloads{0};
-  std::atomic<int64_t> open_connections{0}, in_flight{0};
+  std::atomic<uint64_t> connections{0}, refused{0}, evicted{0}, busy{0}, requests{0}, bad_requests{0}, timeouts{0},
+      tls_failures{0}, tls_reloads{0};
+  std::atomic<int64_t> open_connections{0}, in_flight{0}, body_bytes{0};
   std::atomic<bool> draining{false};
-  std::mutex mu;  // guards stopped, sessions, tls
+  mutable std::mutex mu;  // guards stopped, sessions, tls
   bool stopped = false;
   std::list<std::weak_ptr<SessionBase>> sessions;
   std::shared_ptr<ssl::context> tls;
@@ -121,6 +128,38 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     std::lock_guard lock(mu);
     sessions.erase(it);
   }
+  // Takes `n` bytes of the in-flight body budget; false if they would pass it.
+  bool reserve_body(size_t n) {
+    const auto limit = static_cast<int64_t>(options.max_body_bytes_in_flight);
+    int64_t now = body_bytes.load();
+    do {
+      if (now + static_cast<int64_t>(n) > limit) return false;
+    } while (!body_bytes.compare_exchange_weak(now, now + static_cast<int64_t>(n)));
+    return true;
+  }
+  // The connection that has waited longest for a request (null if none waits).
+  std::shared_ptr<SessionBase> longest_idle() const {
+    // The sessions are copied out first: a copy may be a session's last
+    // owner, and its destructor takes `mu`.
+    std::vector<std::shared_ptr<SessionBase>> live;
+    {
+      std::lock_guard lock(mu);
+      live.reserve(sessions.size());
+      for (const auto& w : sessions) {
+        if (auto s = w.lock()) live.push_back(std::move(s));
+      }
+    }
+    std::shared_ptr<SessionBase> best;
+    int64_t best_since = INT64_MAX;
+    for (auto& s : live) {
+      const int64_t since = s->idle_since();
+      if (since != 0 && since < best_since) {
+        best_since = since;
+        best = s;
+      }
+    }
+    return best;
+  }
   void close_sessions(bool even_if_busy) {
     std::vector<std::shared_ptr<SessionBase>> live;
     {
@@ -147,9 +186,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ++server_->open_connections;
   }
   ~Session() override {
+    release_body();
     --server_->open_connections;
     server_->remove_session(registration_);
   }
+
+  int64_t idle_since() const override { return idle_since_.load(std::memory_order_relaxed); }
 
   void start() {
     registration_ = server_->add_session(this->weak_from_this());
@@ -196,6 +238,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(server_->options.max_body_bytes);
     idle_ = true;
+    idle_since_ = steady_ns();
     // The first request's headers must come within the header timeout; on a
     // kept-alive connection, waiting for the next request and receiving its
     // headers share the idle timeout.
@@ -206,6 +249,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void on_header(error_code ec) {
     idle_ = false;
+    idle_since_ = 0;
     first_ = false;
     if (ec) return on_read_error(ec);
     if (const std::string why = framing_error(parser_->get()); !why.empty()) {
@@ -215,6 +259,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
     lowest().expires_after(server_->options.body_timeout);
     const auto length = parser_->content_length();
+    // The announced body is charged to the in-flight budget before a byte
+    // of it is stored (a chunked one as it arrives).
+    if (length && *length > 0 && !reserve(static_cast<size_t>(*length))) return refuse_busy();
     if (length && *length >= kDirectBodyBytes && !parser_->chunked()) {
       // A large body (a full NodeList is tens of MB) is read straight into
       // its final buffer in as few reads as the socket allows, with room for
@@ -231,7 +278,41 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                        [self = this->shared_from_this()](error_code e, size_t) { self->on_direct_body(e); });
       return;
     }
-    http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](error_code e, size_t) { self->on_body(e); });
+    read_body_part();
+  }
+
+  // The body through the parser, a read at a time: a chunked body's growth
+  // is charged to the in-flight budget as it comes.
+  void read_body_part() {
+    if (parser_->is_done()) return on_body({});
+    http::async_read_some(stream_, buffer_, *parser_, [self = this->shared_from_this()](error_code e, size_t) {
+      if (e) return self->on_read_error(e);
+      const size_t have = self->parser_->get().body().size();
+      if (have > self->reserved_ && !self->reserve(have - self->reserved_)) return self->refuse_busy();
+      self->read_body_part();
+    });
+  }
+
+  bool reserve(size_t n) {
+    if (!server_->reserve_body(n)) return false;
+    reserved_ += n;
+    return true;
+  }
+  void release_body() {
+    if (reserved_ == 0) return;
+    server_->body_bytes -= static_cast<int64_t>(reserved_);
+    reserved_ = 0;
+  }
+  // The body would pass the in-flight budget: 503 before reading it, and
+  // the connection closed (the unread body cannot be skipped safely).
+  void refuse_busy() {
+    ++server_->busy;
+    keep_alive_ = false;
+    version_ = parser_ ? parser_->get().version() : version_;
+    HttpResponse r{503, error_body("busy: request bodies in flight would pass " + std::to_string(server_->options.max_body_bytes_in_flight) +
+                                   " bytes (limits.maxBodyBytesInFlight); retry")};
+    r.headers.emplace_back("Retry-After", "1");
+    write(std::move(r));
   }
 
   // What RFC 9112 makes a server refuse before reading a body: an HTTP/1.1
@@ -340,6 +421,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void write(HttpResponse r) {
+    release_body();  // the request is answered: its body is no longer held for it
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
     res->set(http::field::server, "fracpack");
     res->set(http::field::content_type, r.content_type);
@@ -357,6 +439,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void close() {
     closing_ = true;
+    release_body();
     if constexpr (kTls) {
       lowest().expires_after(std::chrono::seconds(2));
       stream_.async_shutdown([self = this->shared_from_this()](error_code) { self->lowest().close(); });
@@ -375,6 +458,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::string direct_body_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::list<std::weak_ptr<SessionBase>>::iterator registration_;
+  std::atomic<int64_t> idle_since_{0};
+  size_t reserved_ = 0;  // of the in-flight body budget, for the request now read or handled
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool first_ = true;
@@ -393,7 +478,21 @@ void HttpServer::Impl::on_accept(error_code ec, tcp::socket socket) {
   if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
   if (!ec) {
     ++connections;
-    if (open_connections.load() >= static_cast<int64_t>(options.max_connections)) {
+    bool room = open_connections.load() < static_cast<int64_t>(options.max_connections);
+    if (!room) {
+      // Make room: the connection idle the longest goes (its client, if it
+      // comes back, reconnects). A little past the cap while it closes; never
+      // more than a few.
+      constexpr int64_t kSlack = 16;
+      if (open_connections.load() < static_cast<int64_t>(options.max_connections) + kSlack) {
+        if (auto idle = longest_idle()) {
+          idle->close_when_idle(false);
+          ++evicted;
+          room = true;
+        }
+      }
+    }
+    if (!room) {
       ++refused;
       error_code ignored;
       socket.close(ignored);
@@ -525,6 +624,9 @@ HttpCounters HttpServer::counters() const {
   HttpCounters c;
   c.connections = m.connections;
   c.refused = m.refused;
+  c.evicted = m.evicted;
+  c.busy = m.busy;
+  c.body_bytes = m.body_bytes;
   c.requests = m.requests;
   c.bad_requests = m.bad_requests;
   c.timeouts = m.timeouts;
@@ -533,6 +635,14 @@ HttpCounters HttpServer::counters() const {
   c.open_connections = m.open_connections;
   c.in_flight = m.in_flight;
   return c;
+}
+
+std::string HttpServer::saturation() const {
+  const Impl& m = *impl_;
+  const int64_t open = m.open_connections.load();
+  if (open < static_cast<int64_t>(m.options.max_connections) || m.longest_idle() != nullptr) return "";
+  return std::to_string(open) + " of " + std::to_string(m.options.max_connections) +
+         " connections open (limits.maxConnections), none idle to close for a new one";
 }
 
 }  // namespace fracpack::server

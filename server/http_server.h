@@ -10,6 +10,15 @@
 // idle between requests, is disconnected (slow clients hold a socket and a
 // few kilobytes, never a thread). TCP_NODELAY on every connection.
 //
+// Two budgets are shared by all connections. Request bodies held at once
+// (being received or handled) are bounded in bytes: a body that would pass
+// the budget is answered 503 with Retry-After and its connection closed,
+// so memory is never connections x body limit. At the connection cap, the
+// connection idle the longest (between requests, or before its first) is
+// closed to make room for a new one: clients that connect and idle cannot
+// lock out kube-scheduler; only when every connection is busy is a new one
+// refused, and saturation() says so (the extender's /readyz).
+//
 // Handlers run on an io thread and answer through a Reply, at once or later
 // from any thread (the bind path waits for the API server elsewhere).
 #pragma once
@@ -57,6 +66,7 @@ struct HttpOptions {
   int threads = 2;
   size_t max_body_bytes = 64 << 20;
   size_t max_connections = 1024;
+  size_t max_body_bytes_in_flight = 256 << 20;  // request bodies held at once, over all connections
   std::chrono::milliseconds header_timeout{10000};  // the whole header, from its first byte
   std::chrono::milliseconds body_timeout{30000};    // the whole body
   std::chrono::milliseconds idle_timeout{120000};   // between requests on a kept-alive connection
@@ -73,7 +83,9 @@ struct HttpOptions {
 
 struct HttpCounters {
   uint64_t connections = 0;       // accepted
-  uint64_t refused = 0;           // over max_connections
+  uint64_t refused = 0;           // over max_connections, none idle to close
+  uint64_t evicted = 0;           // idle connections closed to make room for a new one
+  uint64_t busy = 0;              // requests answered 503: their body would pass the in-flight budget
   uint64_t requests = 0;
   uint64_t bad_requests = 0;      // 400/413/431 answered by the server itself
   uint64_t timeouts = 0;          // connections closed for slowness or idleness
@@ -81,6 +93,7 @@ struct HttpCounters {
   uint64_t tls_reloads = 0;       // certificate changes picked up
   int64_t open_connections = 0;
   int64_t in_flight = 0;          // requests handed to the handler, not yet answered
+  int64_t body_bytes = 0;         // request bodies held now (received or being received)
 };
 
 class HttpServer {
@@ -101,6 +114,9 @@ class HttpServer {
   void stop();
 
   HttpCounters counters() const;
+  // "" while a new connection can be served; else why not (every
+  // connection open and busy).
+  std::string saturation() const;
 
   struct Impl;  // (the sessions reach it too)
 

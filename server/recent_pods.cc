@@ -1,20 +1,45 @@
 #include "server/recent_pods.h"
 
+#include "k8s/limits.h"
+
 namespace fracpack::server {
 
 void RecentPods::remember(const k8s::Pod& pod) {
   if (pod.meta.uid.empty()) return;
+  const size_t bytes = k8s::approx_bytes(pod);
   std::lock_guard lock(mu_);
-  if (auto it = by_uid_.find(pod.meta.uid); it != by_uid_.end()) {
-    // filter and prioritize send the same pod: copy it only if it changed.
-    if (it->second->meta.resource_version != pod.meta.resource_version || pod.meta.resource_version.empty()) *it->second = pod;
-    recent_.splice(recent_.begin(), recent_, it->second);
+  auto it = by_uid_.find(pod.meta.uid);
+  if (bytes > max_bytes_ / 8) {
+    // Too large to keep: an older copy goes too (it would be stale).
+    if (it != by_uid_.end()) {
+      bytes_ -= it->second->bytes;
+      recent_.erase(it->second);
+      by_uid_.erase(it);
+    }
     return;
   }
-  recent_.push_front(pod);
+  if (it != by_uid_.end()) {
+    // filter and prioritize send the same pod: copy it only if it changed.
+    Entry& e = *it->second;
+    if (e.pod.meta.resource_version != pod.meta.resource_version || pod.meta.resource_version.empty()) {
+      bytes_ = bytes_ - e.bytes + bytes;
+      e.pod = pod;
+      e.bytes = bytes;
+    }
+    recent_.splice(recent_.begin(), recent_, it->second);
+    evict_past_budget();
+    return;
+  }
+  recent_.push_front(Entry{pod, bytes});
   by_uid_[pod.meta.uid] = recent_.begin();
-  if (recent_.size() > capacity_) {
-    by_uid_.erase(recent_.back().meta.uid);
+  bytes_ += bytes;
+  evict_past_budget();
+}
+
+void RecentPods::evict_past_budget() {
+  while (recent_.size() > 1 && (recent_.size() > capacity_ || bytes_ > max_bytes_)) {
+    bytes_ -= recent_.back().bytes;
+    by_uid_.erase(recent_.back().pod.meta.uid);
     recent_.pop_back();
   }
 }
@@ -23,7 +48,17 @@ std::optional<k8s::Pod> RecentPods::recall(const std::string& uid) const {
   std::lock_guard lock(mu_);
   auto it = by_uid_.find(uid);
   if (it == by_uid_.end()) return std::nullopt;
-  return *it->second;
+  return it->second->pod;
+}
+
+size_t RecentPods::size() const {
+  std::lock_guard lock(mu_);
+  return recent_.size();
+}
+
+size_t RecentPods::bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
 }
 
 }  // namespace fracpack::server

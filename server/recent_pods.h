@@ -1,7 +1,10 @@
 // Pods kube-scheduler sent with filter or prioritize, remembered for a bind
 // that arrives before the pod informer has seen the pod (kube-scheduler
 // binds right after it filters). Most recent first; the least recently used
-// goes past `capacity`.
+// goes when there are more than `capacity` pods or `max_bytes` of them. A
+// pod larger than an eighth of the bytes is not kept (its bind waits for
+// the informer): a client cannot make fracpack hold more than the budget,
+// nor flush the others out with one pod.
 #pragma once
 
 #include <list>
@@ -16,15 +19,26 @@ namespace fracpack::server {
 
 class RecentPods {
  public:
-  explicit RecentPods(size_t capacity) : capacity_(capacity) {}
+  RecentPods(size_t capacity, size_t max_bytes) : capacity_(capacity), max_bytes_(max_bytes) {}
   void remember(const k8s::Pod& pod);
   std::optional<k8s::Pod> recall(const std::string& uid) const;
 
+  size_t size() const;
+  size_t bytes() const;
+
  private:
+  struct Entry {
+    k8s::Pod pod;
+    size_t bytes = 0;
+  };
+  void evict_past_budget();  // mu_ held
+
   const size_t capacity_;
+  const size_t max_bytes_;
   mutable std::mutex mu_;
-  std::list<k8s::Pod> recent_;  // most recent first
-  std::unordered_map<std::string, std::list<k8s::Pod>::iterator> by_uid_;
+  std::list<Entry> recent_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> by_uid_;
+  size_t bytes_ = 0;
 };
 
 }  // namespace fracpack::server

@@ -27,13 +27,18 @@ std::optional<HttpResponse> StatusRoutes::get(const std::string& path) const {
 }
 
 HttpResponse StatusRoutes::readyz() const {
-  if (state_.ready()) return HttpResponse{200, "ok\n", "text/plain"};
-  std::string why = "initial lists not applied yet";
-  if (options_.sources) {
-    for (const auto& s : options_.sources()) {
-      if (!s.stats.synced) why += "; " + s.resource + (s.stats.last_error.empty() ? ": listing" : ": " + s.stats.last_error);
+  const std::string saturated = options_.saturation ? options_.saturation() : "";
+  if (state_.ready() && saturated.empty()) return HttpResponse{200, "ok\n", "text/plain"};
+  std::string why;
+  if (!state_.ready()) {
+    why = "initial lists not applied yet";
+    if (options_.sources) {
+      for (const auto& s : options_.sources()) {
+        if (!s.stats.synced) why += "; " + s.resource + (s.stats.last_error.empty() ? ": listing" : ": " + s.stats.last_error);
+      }
     }
   }
+  if (!saturated.empty()) why += (why.empty() ? "" : "; ") + saturated;
   return HttpResponse{503, error_body(why)};
 }
 

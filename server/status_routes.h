@@ -23,6 +23,9 @@ struct StatusOptions {
   std::string mode = "snapshot";  // "snapshot" or "kubernetes", for /version
   std::string policy;             // for /version
   std::function<std::vector<k8s::SourceHealth>()> sources;  // may be empty
+  // "" while the extender port can take a new connection, else why not
+  // (HttpServer::saturation); may be empty.
+  std::function<std::string()> saturation;
   // The target workload (fragmentation figures in /debug/ledger); may be null.
   std::shared_ptr<const scheduling::ShapeCounts> workload;
 };

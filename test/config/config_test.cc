@@ -70,6 +70,8 @@ const Broken kBroken[] = {
     {"float for an integer", "bindWorkers: 2.5\n", "1: bindWorkers: expected an integer"},
     {"size expected", "limits:\n  maxRequestBytes: 12Q\n", "2: limits.maxRequestBytes: expected a size like 64Mi"},
     {"size out of range", "limits:\n  maxRequestBytes: 10\n", "2: limits.maxRequestBytes: 10 is out of range"},
+    {"bodies in flight below one request", "limits:\n  maxRequestBytes: 64Mi\n  maxBodyBytesInFlight: 1Mi\n",
+     "3: limits.maxBodyBytesInFlight: 1048576 is below limits.maxRequestBytes (67108864)"},
     {"bad duration unit", "tls:\n  reloadInterval: 10 parsecs\n", "2: tls.reloadInterval: unknown unit"},
     {"duration out of range", "cluster:\n  assumeTtl: 10ms\n", "2: cluster.assumeTtl: 10ms is out of range"},
     {"negative duration", "limits:\n  idleTimeout: -5s\n", "2: limits.idleTimeout: expected a duration"},

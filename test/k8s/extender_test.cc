@@ -74,6 +74,68 @@ TEST(FilterReply, EveryFieldWrittenNamesOrObjects) {
             R"({"Nodes":null,"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"pod ml/p: bad"})");
 }
 
+TEST(ExtenderArgs, TheWholeDocumentMustBeJsonNotOnlyTheFieldsRead) {
+  const std::string args = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["n1"])";
+  EXPECT_TRUE(parse_extender_args(args + "}", kSel).ok());
+  for (const std::string junk : {R"(,"Junk":NaN})", R"(,"Junk":[tru]})", R"(,"Junk":{"a" 1}})", R"(,"Junk":[1 2]})",
+                                 R"(,"Junk":"\x"})", R"(,"Junk":01})", R"(,"Junk":[1,]})"}) {
+    auto a = parse_extender_args(args + junk, kSel);
+    ASSERT_FALSE(a.ok()) << junk;
+    EXPECT_NE(a.message().find("invalid JSON"), std::string::npos) << junk << ": " << a.message();
+  }
+  // Inside a field the decoder skips in the pod, and in a full Node echoed back.
+  const std::string pod_junk = R"({"Pod":{"metadata":{"name":"p","uid":"u"},"status":{"x":tru}},"NodeNames":["n1"]})";
+  EXPECT_FALSE(parse_extender_args(pod_junk, kSel).ok());
+  const std::string node_junk = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n1"},"status":{"images":[nul]}}]}})";
+  EXPECT_FALSE(parse_extender_args(node_junk, kSel).ok());
+  EXPECT_FALSE(parse_binding_args(R"({"PodName":"p","PodNamespace":"ml","PodUID":"u","Node":"n1","X":NaN})").ok());
+  EXPECT_FALSE(parse_preemption_args(std::string(R"({"Pod":)") + kPod + R"(,"X":[tru]})", kSel).ok());
+}
+
+TEST(ExtenderArgs, KubernetesSizeLimitsAreCheckedByField) {
+  const std::string long_name(254, 'n');
+  struct Case {
+    std::string body, field;
+  } cases[] = {
+      {std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["n1",")" + long_name + R"("]})", "NodeNames[1]: 254 bytes"},
+      {std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["n1",")" + std::string(253, 'n') + R"(\u0041"]})", "NodeNames[1]: 254 bytes"},
+      {std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":")" + long_name + R"("}}]}})",
+       "Nodes.items[0].metadata.name: 254 bytes"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"},"spec":{"containers":[{"name":")" + std::string(64, 'c') + R"("}]}}})",
+       "Pod.spec.containers[0].name: 64 bytes"},
+  };
+  for (const auto& c : cases) {
+    auto a = parse_extender_args(c.body, kSel);
+    ASSERT_FALSE(a.ok()) << c.field;
+    EXPECT_NE(a.message().find(c.field), std::string::npos) << a.message();
+  }
+  auto b = parse_binding_args(R"({"PodName":"p","PodNamespace":")" + std::string(64, 's') + R"(","PodUID":"u","Node":"n1"})");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.message().find("ExtenderBindingArgs.PodNamespace: 64 bytes"), std::string::npos) << b.message();
+  auto p = parse_preemption_args(std::string(R"({"Pod":)") + kPod + R"(,"NodeNameToMetaVictims":{")" + long_name + R"(":{"Pods":[]}}})", kSel);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.message().find("NodeNameToMetaVictims key: 254 bytes"), std::string::npos) << p.message();
+}
+
+TEST(FilterReply, ReasonsAreCutAndTheBudgetIsKept) {
+  FilterReplyWriter w(false, 1);
+  w.fail("n1", "no GPU of model " + std::string(100000, 'M') + "\xc3\xa9", true);
+  const std::string out = w.finish("error " + std::string(100000, 'E'));
+  EXPECT_LT(out.size(), 2 * kMaxReasonBytes + 200) << "a reason and an error of at most kMaxReasonBytes each";
+  EXPECT_NE(out.find("MMM...\""), std::string::npos);
+  EXPECT_NE(out.find("EEE...\""), std::string::npos);
+  // A cut never splits a UTF-8 sequence.
+  FilterReplyWriter u(false, 1);
+  u.fail("n1", std::string(kMaxReasonBytes - 1, 'x') + "\xc3\xa9", false);
+  EXPECT_EQ(u.finish().find("\\ufffd"), std::string::npos);
+  FilterReplyWriter small(false, 100, 1000);
+  for (int i = 0; i < 100 && !small.over_budget(); ++i) small.fail("node-" + std::to_string(i), "insufficient GPU", false);
+  EXPECT_TRUE(small.over_budget());
+  FilterReplyWriter enough(false, 3, 1000);
+  for (int i = 0; i < 3; ++i) enough.pass("node-" + std::to_string(i));
+  EXPECT_FALSE(enough.over_budget());
+}
+
 TEST(HostPriorities, ABareArray) {
   EXPECT_EQ(format_host_priorities({{"n1", 10}, {"n\"2", 0}}), R"([{"Host":"n1","Score":10},{"Host":"n\"2","Score":0}])");
   EXPECT_EQ(format_host_priorities({}), "[]");

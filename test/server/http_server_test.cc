@@ -1,6 +1,12 @@
 // The HTTP layer: limits, bad input, routes, TLS and its reload, readiness,
 // metrics and the debug endpoints; the process answers every case and keeps
 // serving.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 
@@ -123,6 +129,55 @@ TEST_F(BadInput, ErrorBodiesAreValidUtf8JsonWhateverThePathHolds) {
   EXPECT_NE(body_of(r.response).find("\\ufffd"), std::string::npos) << r.response;
 }
 
+TEST_F(BadInput, RepeatedNodesAreAnsweredOnceAndReasonsStayShort) {
+  // The amplification attack: one node named thousands of times, a pod
+  // whose model list is long. Each distinct node is answered once, with a
+  // reason of bounded length.
+  json pod = json::parse(gpu_pod("amp", "u-amp", 50));
+  std::string models;
+  while (models.size() < 8000) models += (models.empty() ? "" : "|") + std::string("NVIDIA-H999-") + std::to_string(models.size());
+  pod["metadata"]["annotations"]["fracpack.io/gpu-model"] = models;
+  json args = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", json::array()}};
+  for (int i = 0; i < 3000; ++i) args["NodeNames"].push_back(i % 2 ? "n1" : "ghost");
+  const std::string request = args.dump();
+  ASSERT_LT(request.size(), 64u * 1024);
+  auto r = send(post_request("/filter", request));
+  ASSERT_EQ(status_of(r.response), 200) << r.response.substr(0, 300);
+  EXPECT_LT(body_of(r.response).size(), 2048u) << "two distinct nodes, two bounded reasons";
+  json reply = json::parse(body_of(r.response));
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"].size() + reply["FailedNodes"].size(), 2u) << reply.dump().substr(0, 500);
+  // prioritize: one score per distinct node.
+  r = send(post_request("/prioritize", request));
+  ASSERT_EQ(status_of(r.response), 200) << r.response.substr(0, 300);
+  EXPECT_EQ(json::parse(body_of(r.response)).size(), 2u) << body_of(r.response).substr(0, 300);
+  // A pod fracpack does not place passes every node, once each.
+  json plain = {{"Pod", json::parse(R"({"metadata":{"name":"cpu","namespace":"default","uid":"u-cpu"},"spec":{"containers":[{"name":"c"}]}})")},
+                {"Nodes", nullptr},
+                {"NodeNames", {"n1", "n1", "n2", "n1"}}};
+  r = send(post_request("/filter", plain.dump()));
+  ASSERT_EQ(status_of(r.response), 200) << r.response;
+  EXPECT_EQ(json::parse(body_of(r.response))["NodeNames"], json({"n1", "n2"}));
+  // Full Node objects: the same.
+  json full = {{"Pod", json::parse(gpu_pod("p", "u-p", 50))},
+               {"Nodes", {{"items", {json::parse(node_object("n1", 2)), json::parse(node_object("n1", 2))}}}},
+               {"NodeNames", nullptr}};
+  r = send(post_request("/filter", full.dump()));
+  ASSERT_EQ(status_of(r.response), 200) << r.response;
+  EXPECT_EQ(json::parse(body_of(r.response))["Nodes"]["items"].size(), 1u) << body_of(r.response).substr(0, 600);
+}
+
+TEST_F(BadInput, InvalidJsonAnywhereAndPodsPastKubernetesLimitsAre400) {
+  const std::string args = "{\"Pod\":" + gpu_pod("p", "u-p", 50) + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]";
+  expect_json_error(send(post_request("/filter", args + ",\"Junk\":NaN}")), 400);
+  expect_json_error(send(post_request("/filter", args + ",\"Junk\":[tru]}")), 400);
+  json pod = json::parse(gpu_pod("p", "u-p", 50));
+  pod["spec"]["containers"][0]["name"] = std::string(40000, 'c');
+  const auto r = send(post_request("/filter", json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump()));
+  expect_json_error(r, 400);
+  EXPECT_NE(body_of(r.response).find("Pod.spec.containers[0].name: 40000 bytes"), std::string::npos) << r.response.substr(0, 300);
+  EXPECT_LT(body_of(r.response).size(), 300u) << "the error does not echo the name";
+}
+
 TEST_F(BadInput, BodyOverTheLimitIs413BeforeItIsRead) {
   const std::string big(100 * 1024, ' ');
   auto r = send(post_request("/filter", big));
@@ -175,22 +230,128 @@ TEST_F(BadInput, SlowClientsAreDisconnectedAndDoNotBlockOthers) {
       << s.daemon().http_counters().timeouts;
 }
 
-TEST(HttpServer, MaxConnectionsRefusesTheExtraOnes) {
+// A connection to `port` that has sent `bytes` (and read the answer, if
+// `answered`), then is held open, doing nothing.
+struct HeldConnection {
+  HeldConnection(uint16_t port, const std::string& bytes, bool answered) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+    EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    if (!answered) return;
+    std::string got;
+    char buf[4096];
+    timeval tv{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (got.find("ok\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(status_of(got), 200) << got;
+  }
+  ~HeldConnection() { ::close(fd); }
+  // True once the server has closed it (a read sees the end).
+  bool closed_by_server() const {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    char c;
+    return ::recv(fd, &c, 1, MSG_PEEK) == 0;
+  }
+  int fd = -1;
+};
+
+TEST(HttpServer, AtTheConnectionCapTheLongestIdleConnectionMakesRoom) {
+  // Clients that send a request and then idle on the connection (or never
+  // send one) cannot lock kube-scheduler out: each new connection closes
+  // the one idle the longest.
   config::Config c = test_config();
   c.limits.max_connections = 3;
   Standalone s({node_object("n1", 1)}, c);
-  std::vector<std::thread> holders;
+  std::vector<std::unique_ptr<HeldConnection>> idle;
   for (int i = 0; i < 3; ++i) {
-    holders.emplace_back([&] { raw_exchange(s.daemon().port(), {"GET /healthz HTTP/1.1\r\nHost: x\r\n"}, 0ms, 1500ms); });
+    idle.push_back(std::make_unique<HeldConnection>(s.daemon().port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", true));
+    std::this_thread::sleep_for(20ms);  // a clear order of idleness
   }
-  std::this_thread::sleep_for(300ms);
-  auto r = raw_exchange(s.daemon().port(), {"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"}, 0ms, 1s);
-  EXPECT_NE(status_of(r.response), 200) << "a fourth connection is refused";
-  EXPECT_TRUE(r.closed_by_server || r.response.empty());
-  for (auto& t : holders) t.join();
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(http_get(s.url(), "/healthz").status, 200) << "served again once the others left";
-  EXPECT_GE(s.daemon().http_counters().refused, 1u);
+  for (int i = 0; i < 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto f = s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
+    ASSERT_TRUE(f) << f.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  }
+  EXPECT_TRUE(Cluster::wait_for([&] { return idle[0]->closed_by_server(); }, 2s)) << "the longest idle went first";
+  EXPECT_FALSE(idle[2]->closed_by_server()) << "the most recently active stays";
+  EXPECT_GE(s.daemon().http_counters().evicted, 1u);
+  EXPECT_EQ(s.daemon().http_counters().refused, 0u);
+}
+
+TEST(HttpServer, AtTheConnectionCapWithEveryConnectionBusyNewOnesAreRefusedAndReadyzSaysSo) {
+  config::Config c = test_config();
+  c.limits.max_connections = 3;
+  c.metrics_listen = "127.0.0.1:0";
+  Standalone s({node_object("n1", 1)}, c);
+  const std::string metrics = "http://127.0.0.1:" + std::to_string(s.daemon().metrics_port());
+  EXPECT_EQ(http_get(metrics, "/readyz").status, 200);
+  {
+    // Busy: each is sending a request body.
+    std::vector<std::unique_ptr<HeldConnection>> busy;
+    for (int i = 0; i < 3; ++i) {
+      busy.push_back(std::make_unique<HeldConnection>(
+          s.daemon().port(), "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", false));
+    }
+    ASSERT_TRUE(Cluster::wait_for([&] { return s.daemon().http_counters().open_connections == 3; }, 2s));
+    std::this_thread::sleep_for(100ms);
+    auto r = raw_exchange(s.daemon().port(), {"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"}, 0ms, 1s);
+    EXPECT_NE(status_of(r.response), 200) << "a fourth connection is refused";
+    EXPECT_TRUE(r.closed_by_server || r.response.empty());
+    EXPECT_GE(s.daemon().http_counters().refused, 1u);
+    const auto ready = http_get(metrics, "/readyz");
+    EXPECT_EQ(ready.status, 503);
+    EXPECT_NE(ready.body.find("3 of 3 connections open"), std::string::npos) << ready.body;
+    const auto scrape = http_get(metrics, "/metrics");
+    EXPECT_NE(scrape.body.find("fracpack_http_connections_refused_total "), std::string::npos);
+    EXPECT_NE(scrape.body.find("fracpack_http_connections_open 3"), std::string::npos) << scrape.body.substr(0, 2000);
+  }
+  EXPECT_TRUE(Cluster::wait_for([&] { return http_get(metrics, "/readyz").status == 200; }, 3s)) << "ready again once they left";
+  EXPECT_EQ(http_get(s.url(), "/healthz").status, 200);
+}
+
+TEST(HttpServer, BodiesInFlightPastTheBudgetAre503AndTheMemoryIsNeverTaken) {
+  // Bodies announced but not sent are charged to the shared budget before
+  // a byte of them is stored: past it, 503 with Retry-After, and closed.
+  config::Config c = test_config();
+  c.limits.max_request_bytes = 1 << 20;
+  c.limits.max_body_bytes_in_flight = 2 << 20;
+  Standalone s({node_object("n1", 1)}, c);
+  const std::string announce = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(900 << 10) + "\r\n\r\n{";
+  std::vector<std::unique_ptr<HeldConnection>> held;
+  for (int i = 0; i < 2; ++i) held.push_back(std::make_unique<HeldConnection>(s.daemon().port(), announce, false));
+  ASSERT_TRUE(Cluster::wait_for([&] { return s.daemon().http_counters().body_bytes == 2 * (900 << 10); }, 2s))
+      << s.daemon().http_counters().body_bytes;
+  const RawExchange third = raw_exchange(s.daemon().port(), {announce}, 0ms, 2s, true);
+  EXPECT_EQ(status_of(third.response), 503) << third.response;
+  EXPECT_NE(third.response.find("Retry-After: 1"), std::string::npos) << third.response;
+  EXPECT_NE(body_of(third.response).find("maxBodyBytesInFlight"), std::string::npos) << third.response;
+  EXPECT_TRUE(third.closed_by_server);
+  // A chunked body is charged as it grows.
+  std::string chunks = "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  char size[16];
+  std::snprintf(size, sizeof size, "%x", 300 << 10);
+  chunks += std::string(size) + "\r\n" + std::string(300 << 10, ' ') + "\r\n";
+  const RawExchange chunked = raw_exchange(s.daemon().port(), {chunks}, 0ms, 2s, true);
+  EXPECT_EQ(status_of(chunked.response), 503) << chunked.response.substr(0, 300);
+  EXPECT_GE(s.daemon().http_counters().busy, 2u);
+  // Small requests still fit beside the held bodies; once those go, all is released.
+  auto f = s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
+  ASSERT_TRUE(f) << f.message();
+  held.clear();
+  EXPECT_TRUE(Cluster::wait_for([&] { return s.daemon().http_counters().body_bytes == 0; }, 2s)) << s.daemon().http_counters().body_bytes;
+  const std::string body = "{\"Pod\":" + gpu_pod("p", "u-p", 50) + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]}" + std::string(800 << 10, ' ');
+  const RawExchange big = raw_exchange(s.daemon().port(), {post_request("/filter", body)}, 0ms, 5s);
+  EXPECT_EQ(status_of(big.response), 200) << big.response.substr(0, 300);
 }
 
 TEST(HttpServer, KeepAliveServesManyRequestsOnOneConnection) {
