@@ -193,50 +193,64 @@ std::string get_plain_string(od::value v, std::string_view path, Status& st) {
   return s;
 }
 
+// Bodies up to this size are validated by simdjson's DOM parser (fastest
+// for them; it holds ~14 bytes per byte of capacity, so it is kept only
+// this large); larger ones by walking the decoded document again.
+constexpr size_t kDomValidationBytes = 1 << 20;
+
 simdjson::dom::parser& validating_parser() {
-  thread_local simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser(kDomValidationBytes);  // (its most: a larger parse fails, never grows it)
   return parser;
 }
 
 // Parses `body` with this thread's parser, giving fn(root, base) where
 // `base` is the start of the parsed copy (to map positions back to `body`).
-// A parser that grew for a very large body gives its memory back.
+// The whole document must be JSON, not only the fields read: the on-demand
+// decoder skips the others unchecked ("Junk":NaN would pass), and a full
+// Node that passes is echoed back as it came.
 template <class Fn>
 Status with_body(std::string_view body, size_t capacity, Fn fn) {
   simdjson::ondemand::parser& parser = json::thread_parser();
-  Status result = Status::Ok();
-  {
-    // The caller's buffer when it has simdjson's padding (no copy of a
-    // 40 MB NodeList), else a padded copy.
-    std::optional<simdjson::padded_string> copy;
-    simdjson::padded_string_view padded;
-    if (capacity >= body.size() + simdjson::SIMDJSON_PADDING) {
-      padded = simdjson::padded_string_view(body.data(), body.size(), capacity);
-    } else {
-      copy.emplace(body);
-      padded = simdjson::padded_string_view(*copy);
+  // A parser that grew for a very large body gives its memory back, on
+  // every way out.
+  struct Shrink {
+    simdjson::ondemand::parser& parser;
+    ~Shrink() {
+      constexpr size_t kKeep = 16 << 20;
+      if (parser.capacity() > kKeep) parser = simdjson::ondemand::parser{};
     }
-    // The whole document must be JSON, not only the fields read: the
-    // on-demand decoder skips the others unchecked ("Junk":NaN would pass),
-    // and a full Node that passes is echoed back as it came. simdjson's DOM
-    // parser checks all of it (grammar, atoms, numbers, escapes). Measured
-    // against walking the on-demand document again (rewound, every value
-    // read), it is as fast on full NodeLists and faster on names.
+  } shrink{parser};
+  // The caller's buffer when it has simdjson's padding (no copy of a
+  // 40 MB NodeList), else a padded copy.
+  std::optional<simdjson::padded_string> copy;
+  simdjson::padded_string_view padded;
+  if (capacity >= body.size() + simdjson::SIMDJSON_PADDING) {
+    padded = simdjson::padded_string_view(body.data(), body.size(), capacity);
+  } else {
+    copy.emplace(body);
+    padded = simdjson::padded_string_view(*copy);
+  }
+  const bool small = body.size() <= kDomValidationBytes;
+  if (small) {
+    // (Its capacity never passes kDomValidationBytes: nothing to give back.)
     if (auto e = validating_parser().parse(padded.data(), padded.size(), false).error()) {
       return json::syntax_error(e, "the request body");
     }
-    od::document doc;
-    if (auto e = parser.iterate(padded).get(doc)) return json::syntax_error(e, "the request body");
-    od::value root;
-    if (auto e = doc.get_value().get(root)) return json::syntax_error(e, "the request body");
-    result = fn(root, padded.data());
-    if (result.ok() && !doc.current_location().error()) result = Error{"invalid JSON: trailing content after the value"};
-
   }
-  constexpr size_t kKeep = 16 << 20;
-  if (parser.capacity() > kKeep) parser = simdjson::ondemand::parser{};
-  if (validating_parser().capacity() > kKeep) validating_parser() = simdjson::dom::parser{};
-  return result;
+  od::document doc;
+  if (auto e = parser.iterate(padded).get(doc)) return json::syntax_error(e, "the request body");
+  od::value root;
+  if (auto e = doc.get_value().get(root)) return json::syntax_error(e, "the request body");
+  if (Status s = fn(root, padded.data()); !s.ok()) return s;
+  if (!doc.current_location().error()) return Error{"invalid JSON: trailing content after the value"};
+  if (small) return Status::Ok();
+  // Large: the same document walked again from its start, every value read
+  // (no second index, no memory beyond the parser's; measured as fast as
+  // the DOM parser on full NodeLists).
+  doc.rewind();
+  od::value all;
+  if (auto e = doc.get_value().get(all)) return json::syntax_error(e, "the request body");
+  return json::validate_all(all, "the request body");
 }
 
 

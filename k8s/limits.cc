@@ -5,14 +5,18 @@
 namespace fracpack::k8s {
 namespace {
 
-Error too_long(std::string_view path, size_t size, size_t limit) {
-  return Error{std::string(path) + ": " + std::to_string(size) + " bytes, Kubernetes allows at most " + std::to_string(limit)};
+// `whose`: "Kubernetes" for the API server's own limits, "fracpack" for
+// the two it does not spell out (UIDs, quantities) that fracpack bounds.
+Error too_long(std::string_view path, size_t size, size_t limit, const char* whose = "Kubernetes") {
+  return Error{std::string(path) + ": " + std::to_string(size) + " bytes, " + whose + " allows at most " + std::to_string(limit)};
 }
 
 Status check_map(const StringMap& map, std::string_view path, size_t key_limit, size_t value_limit) {
   for (const auto& [k, v] : map) {
     if (k.size() > key_limit) return too_long(std::string(path) + " key", k.size(), key_limit);
-    if (v.size() > value_limit) return too_long(std::string(path) + "[" + k + "]", v.size(), value_limit);
+    if (v.size() > value_limit) {
+      return too_long(std::string(path) + "[" + k + "]", v.size(), value_limit, value_limit == kMaxQuantityBytes ? "fracpack" : "Kubernetes");
+    }
   }
   return Status::Ok();
 }
@@ -38,7 +42,7 @@ size_t map_bytes(const StringMap& map) {
 }  // namespace
 
 Status check_name(std::string_view name, std::string_view path, size_t limit) {
-  if (name.size() > limit) return too_long(path, name.size(), limit);
+  if (name.size() > limit) return too_long(path, name.size(), limit, limit == kMaxUidBytes ? "fracpack" : "Kubernetes");
   return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <array>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -33,7 +34,14 @@ using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 
 constexpr size_t kHeaderLimit = 16 << 10;
+constexpr size_t kReadBytes = 64 << 10;  // one read of a header (and what follows it)
 constexpr size_t kDirectBodyBytes = 256 << 10;  // bodies this large bypass the HTTP parser (see on_header)
+// Read, and charged to the in-flight budget, a step at a time: a client
+// that announces a body and sends little of it holds one step. 128 KiB x
+// the 1 024 connections of the default cap is half the default budget.
+constexpr size_t kDirectStep = 128 << 10;
+constexpr size_t kLingerBytes = 4 << 20;        // after a refusal, what is drained before closing ...
+constexpr auto kLinger = std::chrono::seconds(2);  // ... and for how long at most
 constexpr size_t kBodyPadding = 64;             // simdjson reads up to 64 bytes past the end
 
 std::string describe(const error_code& ec) { return ec.message(); }
@@ -72,10 +80,15 @@ class SessionBase {
   virtual ~SessionBase() = default;
   // From any thread: closes the connection unless a request is being
   // received or handled (drain, stop, and making room at the cap).
-  virtual void close_when_idle(bool even_if_busy) = 0;
-  // Since when the connection has waited for a request (steady clock, ns);
-  // 0 while one is being received or handled.
+  // `evicting`: to make room at the cap (counted when it closes).
+  virtual void close_when_idle(bool even_if_busy, bool evicting = false) = 0;
+  // Since when the connection has waited for a request or for its TLS
+  // handshake (steady clock, ns); 0 while one is being received or
+  // handled, -1 once claimed for eviction.
   virtual int64_t idle_since() const = 0;
+  // Takes an idle connection for eviction; false if another accept took it
+  // first or it is busy (each eviction closes a different connection).
+  virtual bool claim_for_eviction() = 0;
 };
 
 namespace {
@@ -153,7 +166,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     int64_t best_since = INT64_MAX;
     for (auto& s : live) {
       const int64_t since = s->idle_since();
-      if (since != 0 && since < best_since) {
+      if (since > 0 && since < best_since) {
         best_since = since;
         best = s;
       }
@@ -196,6 +209,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void start() {
     registration_ = server_->add_session(this->weak_from_this());
     if constexpr (kTls) {
+      // A handshake that stalls is as idle as a request that does not
+      // come: the connection may be evicted at the cap.
+      idle_ = true;
+      idle_since_ = steady_ns();
       lowest().expires_after(server_->options.header_timeout);
       stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](error_code ec) {
         if (ec) {
@@ -209,9 +226,18 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
   }
 
-  void close_when_idle(bool even_if_busy) override {
-    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this(), even_if_busy] {
+  bool claim_for_eviction() override {
+    int64_t since = idle_since_.load();
+    while (since > 0) {
+      if (idle_since_.compare_exchange_weak(since, -1)) return true;
+    }
+    return false;
+  }
+
+  void close_when_idle(bool even_if_busy, bool evicting) override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this(), even_if_busy, evicting] {
       if (self->idle_ || even_if_busy) {
+        if (evicting) ++self->server_->evicted;
         self->closing_ = true;
         error_code ignored;
         self->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -243,8 +269,47 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     // kept-alive connection, waiting for the next request and receiving its
     // headers share the idle timeout.
     lowest().expires_after(first_ ? server_->options.header_timeout : server_->options.idle_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = this->shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+    read_header_part();
+  }
+
+  // The header is read here rather than by http::async_read_header so that
+  // its raw bytes are seen before the parser: Beast unfolds obsolete line
+  // folding (a line starting with a space continues the last field), which
+  // RFC 9112 §5.2 lets a server do or refuse; fracpack refuses (400), as it
+  // refuses every other framing its clients never send.
+  void read_header_part() {
+    if (buffer_.size() > 0) {
+      const std::string_view raw(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+      const size_t end = raw.find("\r\n\r\n");
+      if (has_obs_fold(raw.substr(0, end == std::string_view::npos ? raw.size() : end + 2))) {
+        idle_ = false;
+        idle_since_ = 0;
+        first_ = false;
+        ++server_->bad_requests;
+        version_ = raw.find("HTTP/1.0") < raw.find("\r\n") ? 10 : 11;
+        return reply_and_close(400, "a folded header line (obsolete line folding, RFC 9112 section 5.2)");
+      }
+      if (end != std::string_view::npos || raw.size() > kHeaderLimit) {
+        error_code ec;
+        const size_t used = parser_->put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec != http::error::need_more) return on_header(ec);
+        if (parser_->is_header_done()) return on_header({});
+      }
+    }
+    stream_.async_read_some(buffer_.prepare(kReadBytes), [self = this->shared_from_this()](error_code ec, size_t n) {
+                              if (ec) return self->on_header(ec);
+                              self->buffer_.commit(n);
+                              self->read_header_part();
+                            });
+  }
+
+  // CRLF then a space or a tab inside the header block: a continuation line.
+  static bool has_obs_fold(std::string_view head) {
+    for (size_t i = head.find("\r\n"); i != std::string_view::npos && i + 2 < head.size(); i = head.find("\r\n", i + 2)) {
+      if (head[i + 2] == ' ' || head[i + 2] == '\t') return true;
+    }
+    return false;
   }
 
   void on_header(error_code ec) {
@@ -258,27 +323,36 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       return reply_and_close(400, why);
     }
     lowest().expires_after(server_->options.body_timeout);
+    // Bodies are charged to the in-flight budget as they arrive, before
+    // their bytes are stored: an announced length costs nothing until sent.
     const auto length = parser_->content_length();
-    // The announced body is charged to the in-flight budget before a byte
-    // of it is stored (a chunked one as it arrives).
-    if (length && *length > 0 && !reserve(static_cast<size_t>(*length))) return refuse_busy();
     if (length && *length >= kDirectBodyBytes && !parser_->chunked()) {
       // A large body (a full NodeList is tens of MB) is read straight into
-      // its final buffer in as few reads as the socket allows, with room for
-      // the JSON parser's padding, rather than through the parser 64 KiB at
-      // a time.
-      const size_t n = static_cast<size_t>(*length);
+      // its final buffer, a megabyte at a time, with room for the JSON
+      // parser's padding, rather than through the parser 64 KiB at a time.
+      // The buffer is address space until a step is read into it.
+      direct_length_ = static_cast<size_t>(*length);
       direct_body_.clear();
-      direct_body_.reserve(n + kBodyPadding);
-      const size_t have = std::min(buffer_.size(), n);
+      direct_body_.reserve(direct_length_ + kBodyPadding);
+      const size_t have = std::min(buffer_.size(), direct_length_);
+      if (!reserve(have)) return refuse_busy();
       direct_body_.append(static_cast<const char*>(buffer_.data().data()), have);
       buffer_.consume(have);
-      direct_body_.resize(n);
-      asio::async_read(stream_, asio::buffer(direct_body_.data() + have, n - have),
-                       [self = this->shared_from_this()](error_code e, size_t) { self->on_direct_body(e); });
-      return;
+      return read_direct_step();
     }
     read_body_part();
+  }
+
+  void read_direct_step() {
+    const size_t got = direct_body_.size();
+    if (got == direct_length_) return on_direct_body({});
+    const size_t step = std::min(direct_length_ - got, kDirectStep);
+    if (!reserve(step)) return refuse_busy();
+    direct_body_.resize(got + step);
+    asio::async_read(stream_, asio::buffer(direct_body_.data() + got, step), [self = this->shared_from_this()](error_code e, size_t) {
+      if (e) return self->on_direct_body(e);
+      self->read_direct_step();
+    });
   }
 
   // The body through the parser, a read at a time: a chunked body's growth
@@ -303,11 +377,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     server_->body_bytes -= static_cast<int64_t>(reserved_);
     reserved_ = 0;
   }
-  // The body would pass the in-flight budget: 503 before reading it, and
-  // the connection closed (the unread body cannot be skipped safely).
+  // The body would pass the in-flight budget: 503 before reading the rest,
+  // and the connection closed (after draining what the client still sends).
   void refuse_busy() {
     ++server_->busy;
     keep_alive_ = false;
+    linger_ = true;
     version_ = parser_ ? parser_->get().version() : version_;
     HttpResponse r{503, error_body("busy: request bodies in flight would pass " + std::to_string(server_->options.max_body_bytes_in_flight) +
                                    " bytes (limits.maxBodyBytesInFlight); retry")};
@@ -417,6 +492,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void reply_and_close(int status, const std::string& message) {
     keep_alive_ = false;
+    linger_ = true;  // the request's rest is unread
     write(HttpResponse{status, error_body(message)});
   }
 
@@ -432,8 +508,32 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     lowest().expires_after(server_->options.write_timeout);
     http::async_write(stream_, *res, [self = this->shared_from_this(), res](error_code ec, size_t) {
       if (ec) return self->close();
-      if (!res->keep_alive()) return self->close();
+      if (!res->keep_alive()) return self->linger_ ? self->drain_then_close() : self->close();
       self->read_header();
+    });
+  }
+
+  // After a refusal with the request unread: closing at once would make
+  // the kernel answer the client's next bytes with a reset, which can
+  // discard the reply before it is read. The sending side is shut (the
+  // client sees the end after the reply) and what still comes is read and
+  // dropped, at most kLingerBytes for kLinger, then the socket is closed.
+  void drain_then_close() {
+    if constexpr (kTls) {
+      close();
+    } else {
+      error_code ignored;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      lowest().expires_after(kLinger);
+      drain_part(0);
+    }
+  }
+  void drain_part(size_t drained) {
+    if (drained >= kLingerBytes || closing_) return close();
+    auto scratch = std::make_shared<std::array<char, 16384>>();
+    lowest().async_read_some(asio::buffer(*scratch), [self = this->shared_from_this(), scratch, drained](error_code ec, size_t n) {
+      if (ec) return self->close();
+      self->drain_part(drained + n);
     });
   }
 
@@ -456,6 +556,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::string remote_;
   beast::flat_buffer buffer_;
   std::string direct_body_;
+  size_t direct_length_ = 0;
+  bool linger_ = false;  // a refusal left the request unread: drain before closing
   std::optional<http::request_parser<http::string_body>> parser_;
   std::list<std::weak_ptr<SessionBase>>::iterator registration_;
   std::atomic<int64_t> idle_since_{0};
@@ -485,9 +587,11 @@ void HttpServer::Impl::on_accept(error_code ec, tcp::socket socket) {
       // more than a few.
       constexpr int64_t kSlack = 16;
       if (open_connections.load() < static_cast<int64_t>(options.max_connections) + kSlack) {
-        if (auto idle = longest_idle()) {
-          idle->close_when_idle(false);
-          ++evicted;
+        for (int tries = 0; tries < 4 && !room; ++tries) {
+          auto idle = longest_idle();
+          if (!idle) break;
+          if (!idle->claim_for_eviction()) continue;  // another accept took it, or it woke up
+          idle->close_when_idle(false, true);
           room = true;
         }
       }

@@ -11,13 +11,16 @@
 // few kilobytes, never a thread). TCP_NODELAY on every connection.
 //
 // Two budgets are shared by all connections. Request bodies held at once
-// (being received or handled) are bounded in bytes: a body that would pass
-// the budget is answered 503 with Retry-After and its connection closed,
-// so memory is never connections x body limit. At the connection cap, the
-// connection idle the longest (between requests, or before its first) is
-// closed to make room for a new one: clients that connect and idle cannot
-// lock out kube-scheduler; only when every connection is busy is a new one
-// refused, and saturation() says so (the extender's /readyz).
+// (being received or handled) are bounded in bytes, charged as they arrive:
+// a body that would pass the budget is answered 503 with Retry-After and
+// its connection closed, so memory is never connections x body limit. At
+// the connection cap, the connection idle the longest (between requests,
+// before its first, or in its TLS handshake) is closed to make room for a
+// new one: clients that connect and idle cannot lock out kube-scheduler;
+// only when every connection is busy is a new one refused, and
+// saturation() says so (the extender's /readyz). Obsolete line folding in
+// a header is refused (400), as the other framing RFC 9112 lets a server
+// refuse.
 //
 // Handlers run on an io thread and answer through a Reply, at once or later
 // from any thread (the bind path waits for the API server elsewhere).

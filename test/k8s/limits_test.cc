@@ -33,14 +33,14 @@ TEST(KubernetesLimits, EachFieldPastItsLimitIsNamed) {
   } cases[] = {
       {"Pod.metadata.name: 254 bytes, Kubernetes allows at most 253", [](Pod& p) { p.meta.name += "x"; }},
       {"Pod.metadata.namespace: 64 bytes", [](Pod& p) { p.meta.namespace_name += "x"; }},
-      {"Pod.metadata.uid: 129 bytes", [](Pod& p) { p.meta.uid = std::string(129, 'u'); }},
+      {"Pod.metadata.uid: 129 bytes, fracpack allows at most 128", [](Pod& p) { p.meta.uid = std::string(129, 'u'); }},
       {"Pod.metadata.labels[", [](Pod& p) { p.meta.labels[0].second += "x"; }},
       {"Pod.metadata.annotations: 262145 bytes", [](Pod& p) {
          p.meta.annotations[0].second.resize((256 << 10) + 1 - p.meta.annotations[0].first.size(), 'A');
        }},
       {"Pod.spec.containers[0].name: 5242880 bytes", [](Pod& p) { p.containers[0].name = std::string(5 << 20, 'c'); }},
       {"Pod.spec.initContainers[0].name: 64 bytes", [](Pod& p) { p.init_containers[0].name += "x"; }},
-      {"Pod.spec.containers[0].resources.limits[fracpack.io/gpu]: 65 bytes",
+      {"Pod.spec.containers[0].resources.limits[fracpack.io/gpu]: 65 bytes, fracpack allows at most 64",
        [](Pod& p) { p.containers[0].limits[0].second = std::string(65, '1'); }},
       {"Pod.spec.nodeName: 300 bytes", [](Pod& p) { p.node_name = std::string(300, 'n'); }},
   };

@@ -107,6 +107,14 @@ TEST_F(BadInput, FramingThatRfc9112RefusesIs400AndCloses) {
     EXPECT_TRUE(r.closed_by_server) << bytes;  // one answer (its body parsed as JSON above): nothing more was read
   };
   refused("GET /healthz HTTP/1.1\r\n\r\n", "without a Host header");
+  refused("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n", "folded header line");
+  refused("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n\tb\r\n\r\n", "folded header line");
+  {
+    // The fold arriving in a later packet than the line it continues.
+    const RawExchange r = raw_exchange(port, {"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n", " b\r\n\r\n"}, 50ms, 5s, true);
+    expect_json_error(r, 400);
+    EXPECT_TRUE(r.closed_by_server);
+  }
   refused("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: bogus\r\n\r\nGET /version HTTP/1.1\r\nHost: x\r\n\r\n",
           "unsupported Transfer-Encoding");
   refused("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding");
@@ -283,6 +291,7 @@ TEST(HttpServer, AtTheConnectionCapTheLongestIdleConnectionMakesRoom) {
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
   }
   EXPECT_TRUE(Cluster::wait_for([&] { return idle[0]->closed_by_server(); }, 2s)) << "the longest idle went first";
+  std::this_thread::sleep_for(200ms);
   EXPECT_FALSE(idle[2]->closed_by_server()) << "the most recently active stays";
   EXPECT_GE(s.daemon().http_counters().evicted, 1u);
   EXPECT_EQ(s.daemon().http_counters().refused, 0u);
@@ -319,37 +328,53 @@ TEST(HttpServer, AtTheConnectionCapWithEveryConnectionBusyNewOnesAreRefusedAndRe
   EXPECT_EQ(http_get(s.url(), "/healthz").status, 200);
 }
 
-TEST(HttpServer, BodiesInFlightPastTheBudgetAre503AndTheMemoryIsNeverTaken) {
-  // Bodies announced but not sent are charged to the shared budget before
-  // a byte of them is stored: past it, 503 with Retry-After, and closed.
+TEST(HttpServer, BodiesInFlightAreChargedAsTheyArriveAndPastTheBudgetAre503) {
+  // Request bodies share one budget, charged as their bytes arrive (a
+  // large one a 128 KiB step ahead): an announced length costs nothing
+  // until it is sent, and the bytes held never pass the budget.
   config::Config c = test_config();
-  c.limits.max_request_bytes = 1 << 20;
-  c.limits.max_body_bytes_in_flight = 2 << 20;
+  c.limits.max_request_bytes = 4 << 20;
+  c.limits.max_body_bytes_in_flight = 4 << 20;
   Standalone s({node_object("n1", 1)}, c);
-  const std::string announce = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(900 << 10) + "\r\n\r\n{";
+  constexpr int64_t kStep = 128 << 10;
+  const int64_t sent = (3 << 20) / 2;  // 1.5 MiB of a 4 MiB body, then the client stalls
+  const std::string announce = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(4 << 20) + "\r\n\r\n";
+  const std::string partial = announce + "{" + std::string(static_cast<size_t>(sent) - 1, ' ');
+  auto charged = [&] { return s.daemon().http_counters().body_bytes; };
   std::vector<std::unique_ptr<HeldConnection>> held;
-  for (int i = 0; i < 2; ++i) held.push_back(std::make_unique<HeldConnection>(s.daemon().port(), announce, false));
-  ASSERT_TRUE(Cluster::wait_for([&] { return s.daemon().http_counters().body_bytes == 2 * (900 << 10); }, 2s))
-      << s.daemon().http_counters().body_bytes;
-  const RawExchange third = raw_exchange(s.daemon().port(), {announce}, 0ms, 2s, true);
-  EXPECT_EQ(status_of(third.response), 503) << third.response;
-  EXPECT_NE(third.response.find("Retry-After: 1"), std::string::npos) << third.response;
-  EXPECT_NE(body_of(third.response).find("maxBodyBytesInFlight"), std::string::npos) << third.response;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<HeldConnection>(s.daemon().port(), partial, false));
+    ASSERT_TRUE(Cluster::wait_for([&] { return charged() >= (i + 1) * sent; }, 3s)) << charged();
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_LE(charged(), 2 * (sent + kStep)) << "what arrived, and at most a step more each";
+  // Announced, nothing sent: one step at most.
+  const int64_t before = charged();
+  held.push_back(std::make_unique<HeldConnection>(s.daemon().port(), announce, false));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_LE(charged() - before, kStep);
+  // A third body that would pass the budget: 503, Retry-After, closed, and
+  // the reply reaches the client although it was still sending.
+  const RawExchange third = raw_exchange(s.daemon().port(), {partial}, 0ms, 3s, true);
+  EXPECT_EQ(status_of(third.response), 503) << third.response.substr(0, 300);
+  EXPECT_NE(third.response.find("Retry-After: 1"), std::string::npos) << third.response.substr(0, 300);
+  EXPECT_NE(body_of(third.response).find("maxBodyBytesInFlight"), std::string::npos);
   EXPECT_TRUE(third.closed_by_server);
   // A chunked body is charged as it grows.
   std::string chunks = "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   char size[16];
-  std::snprintf(size, sizeof size, "%x", 300 << 10);
-  chunks += std::string(size) + "\r\n" + std::string(300 << 10, ' ') + "\r\n";
-  const RawExchange chunked = raw_exchange(s.daemon().port(), {chunks}, 0ms, 2s, true);
+  std::snprintf(size, sizeof size, "%x", 1 << 20);
+  chunks += std::string(size) + "\r\n" + std::string(1 << 20, ' ') + "\r\n";
+  const RawExchange chunked = raw_exchange(s.daemon().port(), {chunks}, 0ms, 3s, true);
   EXPECT_EQ(status_of(chunked.response), 503) << chunked.response.substr(0, 300);
   EXPECT_GE(s.daemon().http_counters().busy, 2u);
+  EXPECT_LE(charged(), c.limits.max_body_bytes_in_flight);
   // Small requests still fit beside the held bodies; once those go, all is released.
   auto f = s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}});
   ASSERT_TRUE(f) << f.message();
   held.clear();
-  EXPECT_TRUE(Cluster::wait_for([&] { return s.daemon().http_counters().body_bytes == 0; }, 2s)) << s.daemon().http_counters().body_bytes;
-  const std::string body = "{\"Pod\":" + gpu_pod("p", "u-p", 50) + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]}" + std::string(800 << 10, ' ');
+  EXPECT_TRUE(Cluster::wait_for([&] { return charged() == 0; }, 2s)) << charged();
+  const std::string body = "{\"Pod\":" + gpu_pod("p", "u-p", 50) + ",\"Nodes\":null,\"NodeNames\":[\"n1\"]}" + std::string(3 << 20, ' ');
   const RawExchange big = raw_exchange(s.daemon().port(), {post_request("/filter", body)}, 0ms, 5s);
   EXPECT_EQ(status_of(big.response), 200) << big.response.substr(0, 300);
 }
@@ -379,12 +404,36 @@ TEST(HttpServer, UrlPrefixIsHonoured) {
   EXPECT_FALSE(s.driver().filter(0, gpu_pod("p", "u-p", 50), {{"n1", ""}})) << "/filter is not served";
 }
 
+// The test configuration serving TLS with `cert` (written into `certs`).
+config::Config tls_config(TempDir& certs, const TestCertificate& cert) {
+  config::Config c = test_config();
+  c.tls.cert_file = certs.write("tls.crt", cert.cert_pem);
+  c.tls.key_file = certs.write("tls.key", cert.key_pem);
+  return c;
+}
+
+TEST(HttpServer, AtTheConnectionCapStalledTlsHandshakesMakeRoomToo) {
+  // Connections that never complete their TLS handshake are as idle as
+  // those that never send a request: a real client still gets in.
+  TempDir certs;
+  const TestCertificate cert = make_test_certificate("127.0.0.1");
+  config::Config c = tls_config(certs, cert);
+  c.limits.max_connections = 3;
+  Standalone s({node_object("n1", 1)}, c);
+  std::vector<std::unique_ptr<HeldConnection>> stalled;
+  for (int i = 0; i < 3; ++i) stalled.push_back(std::make_unique<HeldConnection>(s.daemon().port(), "", false));
+  ASSERT_TRUE(Cluster::wait_for([&] { return s.daemon().http_counters().open_connections == 3; }, 2s));
+  k8s::TlsOptions trust;
+  trust.ca_pem = cert.cert_pem;
+  EXPECT_EQ(http_get(s.url(), "/healthz", trust).status, 200);
+  EXPECT_GE(s.daemon().http_counters().evicted, 1u);
+  EXPECT_EQ(s.daemon().http_counters().refused, 0u);
+}
+
 TEST(HttpServer, TlsServesAndPicksUpARenewedCertificate) {
   TempDir certs;
   const TestCertificate first = make_test_certificate("127.0.0.1");
-  config::Config c = test_config();
-  c.tls.cert_file = certs.write("tls.crt", first.cert_pem);
-  c.tls.key_file = certs.write("tls.key", first.key_pem);
+  config::Config c = tls_config(certs, first);
   c.tls.reload_interval = 100ms;
   Standalone s({node_object("n1", 1), gpu_pod("p", "u-p", 50)}, c);
   ASSERT_EQ(s.url().rfind("https://", 0), 0u);

@@ -161,6 +161,20 @@ class NodeAgentEndToEnd : public ::testing::Test {
     kubelet_->restart();
     ASSERT_TRUE(Cluster::wait_for([&] { return kubelet_->registrations() > registrations && kubelet_->list_messages() > lists; }, 10s));
     ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
+    // The plugin may register once more while it settles (its socket wiped
+    // by kubelet's directory cleanup after it served it again, under CI
+    // load): ready when its socket is there and no registration came for a
+    // while.
+    const std::string socket = dir_ + "/plugins/fracpack-gpu.sock";
+    int seen = kubelet_->registrations();
+    auto quiet_since = std::chrono::steady_clock::now();
+    ASSERT_TRUE(Cluster::wait_for([&] {
+      if (kubelet_->registrations() != seen || !std::filesystem::exists(socket)) {
+        seen = kubelet_->registrations();
+        quiet_since = std::chrono::steady_clock::now();
+      }
+      return std::chrono::steady_clock::now() - quiet_since > 500ms;
+    }, 10s));
   }
 
   size_t ledger_cards_on_node() {
