@@ -15,7 +15,8 @@
 //                then 2 000 pods within Kubernetes' limits (200 KiB annotations)
 //   connections  1 100 connections that each send one request, then idle;
 //                then a fresh client's filter
-//   bodies       50 connections that announce 60 MiB bodies, send 1 MiB, stall
+//   bodies       50 connections that announce 60 MiB bodies, send 1 MiB, stall;
+//                then 50 that send 8 MiB each (400 MiB in all)
 //   malformed    invalid JSON in skipped fields, bad framing, a folded header
 //   bind         a bind with another pod's name under a UID; a second bind
 //                of a bound pod elsewhere
@@ -262,7 +263,8 @@ void connections() {
   std::this_thread::sleep_for(500ms);
 }
 
-void bodies() {
+// 50 connections announce 60 MiB bodies and send `mib_sent` MiB of each.
+void bodies_sending(int mib_sent) {
   const double base = rss_mib();
   std::vector<int> fds;
   int early = 0;
@@ -272,7 +274,9 @@ void bodies() {
     const int fd = connect_once();
     if (fd < 0) continue;
     send_all(fd, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(60 << 20) + "\r\n\r\n");
-    send_all(fd, mib);
+    // (a refused one is closed: its sends fail, and the loop goes on)
+    for (int k = 0; k < mib_sent && send_all(fd, mib); ++k) {
+    }
     fds.push_back(fd);
   }
   std::this_thread::sleep_for(1s);
@@ -290,10 +294,15 @@ void bodies() {
   const Answer plain = ordinary_filter(2);
   std::string codes;
   if (!statuses.empty()) codes = " (status " + std::to_string(statuses.front()) + ")";
-  std::printf("bodies       50 connections announcing 60 MiB, 1 MiB sent: RSS %.0f MiB (+%.0f), %d answered at once%s; an ordinary filter: status %d in %.1f ms\n",
-              after, after - base, early, codes.c_str(), plain.status, plain.ms);
+  std::printf("bodies       50 connections announcing 60 MiB, %d MiB sent: RSS %.0f MiB (+%.0f), %d answered at once%s; an ordinary filter: status %d in %.1f ms\n",
+              mib_sent, after, after - base, early, codes.c_str(), plain.status, plain.ms);
   for (int fd : fds) ::close(fd);
   std::this_thread::sleep_for(500ms);
+}
+
+void bodies() {
+  bodies_sending(1);
+  bodies_sending(8);
 }
 
 void malformed() {
