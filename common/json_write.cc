@@ -38,12 +38,13 @@ size_t utf8_sequence(std::string_view s, size_t i) {
 
 }  // namespace
 
-std::string_view utf8_prefix(std::string_view s, size_t max_bytes, bool* cut) {
-  if (cut != nullptr) *cut = s.size() > max_bytes;
-  if (s.size() <= max_bytes) return s;
+void append_json_string_cut(std::string& out, std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return append_json_string(out, s);
   size_t n = max_bytes;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // s[n] continues a sequence: cut before it
-  return s.substr(0, n);
+  std::string kept(s.substr(0, n));
+  kept += "...";
+  append_json_string(out, kept);
 }
 
 void append_json_string(std::string& out, std::string_view s) {

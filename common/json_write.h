@@ -11,9 +11,10 @@ namespace fracpack {
 // Appends `s` as a JSON string literal (quoted, escaped) to `out`.
 void append_json_string(std::string& out, std::string_view s);
 
-// `s` cut to at most `max_bytes`, never inside a UTF-8 sequence; `cut` says
-// whether anything was dropped.
-std::string_view utf8_prefix(std::string_view s, size_t max_bytes, bool* cut = nullptr);
+// The same, with at most `max_bytes` of `s` (never cut inside a UTF-8
+// sequence) and "..." after a cut: for text that may quote a client's input
+// (reasons, errors), so a reply never grows with it.
+void append_json_string_cut(std::string& out, std::string_view s, size_t max_bytes);
 
 // `"key":"value"` and `"key":number` (integers without a decimal point),
 // preceded by a comma unless `comma` is false.

@@ -152,7 +152,7 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
   bool any_escaped = false;
   size_t first = std::string_view::npos, last = 0;
   Status s = json::for_each_element(v, path, [&](od::value el, size_t i) -> Status {
-    if (i >= kMaxNodesPerRequest) return Error{std::string(path) + ": more than " + std::to_string(kMaxNodesPerRequest) + " nodes"};
+    if (Status cs = check_node_count(i + 1, path); !cs.ok()) return cs;
     od::raw_json_string raw;
     if (el.get_raw_json_string().get(raw)) return json::type_error(std::string(path) + "[" + std::to_string(i) + "]", "a string");
     const char* p = raw.raw();  // just past the opening quote
@@ -170,7 +170,7 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
     last = static_cast<size_t>(q - base);
     auto where = [&] { return std::string(path) + "[" + std::to_string(i) + "]"; };
     if (!escaped) {
-      if (text.size() > kMaxNameBytes) return check_name(text, where());
+      if (text.size() > kMaxName.bytes) return check_name(text, where());
       names.push_back(text);
       return Status::Ok();
     }
@@ -279,7 +279,7 @@ Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection&
         return json::for_each_element(items, "Nodes.items", [&](od::value item, size_t i) -> Status {
           // The path is only spelled out for an error (5 000 nodes per request).
           auto where = [i] { return "Nodes.items[" + std::to_string(i) + "]"; };
-          if (i >= kMaxNodesPerRequest) return Error{"Nodes.items: more than " + std::to_string(kMaxNodesPerRequest) + " nodes"};
+          if (Status cs = check_node_count(i + 1, "Nodes.items"); !cs.ok()) return cs;
           const char* start = nullptr;
           if (item.current_location().get(start)) return json::type_error(where(), "a Node object");
           od::object obj;
@@ -304,15 +304,6 @@ Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection&
   });
   if (!s.ok()) return Error{s.message()};
   return args;
-}
-
-void append_bounded_json_string(std::string& out, std::string_view text) {
-  bool cut = false;
-  const std::string_view kept = utf8_prefix(text, kMaxReasonBytes, &cut);
-  if (!cut) return append_json_string(out, kept);
-  std::string marked(kept);
-  marked += "...";
-  append_json_string(out, marked);
 }
 
 FilterReplyWriter::FilterReplyWriter(bool full_nodes, size_t expected, size_t max_bytes)
@@ -345,7 +336,7 @@ void FilterReplyWriter::fail(std::string_view node, std::string_view reason, boo
   if (!out.empty()) out.push_back(',');
   append_json_string(out, node);
   out.push_back(':');
-  append_bounded_json_string(out, reason);
+  append_json_string_cut(out, reason, kMaxReasonBytes);
   charge();
 }
 
@@ -373,7 +364,7 @@ std::string FilterReplyWriter::finish(std::string_view error, bool no_nodes) {
   out += "},\"FailedAndUnresolvableNodes\":{";
   out += unresolvable_;
   out += "},\"Error\":";
-  append_bounded_json_string(out, error);
+  append_json_string_cut(out, error, kMaxReasonBytes);
   out.push_back('}');
   return out;
 }
@@ -409,8 +400,8 @@ Result<BindingArgs> parse_binding_args(std::string_view body) {
   if (args.pod_name.empty()) return Error{"ExtenderBindingArgs: PodName is empty"};
   if (args.node.empty()) return Error{"ExtenderBindingArgs: Node is empty"};
   for (Status cs : {check_name(args.pod_name, "ExtenderBindingArgs.PodName"),
-                    check_name(args.pod_namespace, "ExtenderBindingArgs.PodNamespace", kMaxNamespaceBytes),
-                    check_name(args.pod_uid, "ExtenderBindingArgs.PodUID", kMaxUidBytes), check_name(args.node, "ExtenderBindingArgs.Node")}) {
+                    check_name(args.pod_namespace, "ExtenderBindingArgs.PodNamespace", kMaxNamespace),
+                    check_name(args.pod_uid, "ExtenderBindingArgs.PodUID", kMaxUid), check_name(args.node, "ExtenderBindingArgs.Node")}) {
     if (!cs.ok()) return Error{cs.message()};
   }
   return args;
@@ -430,12 +421,10 @@ Result<PreemptionArgs> parse_preemption_args(std::string_view body, const Select
   auto decode_victims = [&](od::value v, std::string_view path, bool is_meta, std::map<std::string, std::vector<std::string>>& out,
                             std::map<std::string, int64_t>& pdb) -> Status {
     return json::for_each_field(v, path, [&](std::string_view node, od::value victims) -> Status {
-      const std::string where = std::string(path) + "." + std::string(utf8_prefix(node, kMaxNameBytes));
       if (Status cs = check_name(node, std::string(path) + " key"); !cs.ok()) return cs;
-      if (out.size() >= kMaxNodesPerRequest && out.find(std::string(node)) == out.end()) {
-        return Error{std::string(path) + ": more than " + std::to_string(kMaxNodesPerRequest) + " nodes"};
-      }
+      const std::string where = std::string(path) + "." + std::string(node);
       std::vector<std::string>& uids = out[std::string(node)];
+      if (Status cs = check_node_count(out.size(), path); !cs.ok()) return cs;
       KeyMatch pods_key, pdb_key;
       return json::for_each_field(victims, where, [&](std::string_view k, od::value x) -> Status {
         if (pdb_key.take(k, "NumPDBViolations")) {
@@ -463,7 +452,7 @@ Result<PreemptionArgs> parse_preemption_args(std::string_view body, const Select
           });
           if (!ps.ok()) return ps;
           if (uid.empty()) return Error{pw + ": a victim without a UID"};
-          if (Status cs = check_name(uid, pw + ".UID", kMaxUidBytes); !cs.ok()) return cs;
+          if (Status cs = check_name(uid, pw + ".UID", kMaxUid); !cs.ok()) return cs;
           uids.push_back(std::move(uid));
           return Status::Ok();
         });

@@ -74,9 +74,6 @@ class FilterReplyWriter {
   std::string passed_, failed_, unresolvable_;
 };
 
-// `text` as a reason fit for a reply: at most kMaxReasonBytes, marked when cut.
-void append_bounded_json_string(std::string& out, std::string_view text);
-
 // HostPriorityList: a bare array.
 struct HostPriority {
   std::string_view host;  // a view (into the request, or the caller's names)

@@ -15,21 +15,29 @@
 
 namespace fracpack::k8s {
 
-inline constexpr size_t kMaxNameBytes = 253;           // object and node names (DNS subdomain)
-inline constexpr size_t kMaxNamespaceBytes = 63;       // DNS label
-inline constexpr size_t kMaxContainerNameBytes = 63;   // DNS label
-inline constexpr size_t kMaxUidBytes = 128;            // the API server's UIDs are 36
-inline constexpr size_t kMaxLabelKeyBytes = 253 + 1 + 63;
-inline constexpr size_t kMaxLabelValueBytes = 63;
-inline constexpr size_t kMaxAnnotationBytes = 256 << 10;  // keys and values of one object together
-inline constexpr size_t kMaxQuantityBytes = 64;        // the API server writes quantities canonical (<= ~25)
-// Nodes in one filter or prioritize: 20 x Kubernetes' scalability limit of
-// 5 000 nodes per cluster.
+// A size limit, and whose it is (named in the error).
+struct SizeLimit {
+  size_t bytes;
+  const char* set_by;  // "Kubernetes", or "fracpack" for what the API server does not spell out
+};
+
+inline constexpr SizeLimit kMaxName{253, "Kubernetes"};           // object and node names (DNS subdomain)
+inline constexpr SizeLimit kMaxNamespace{63, "Kubernetes"};       // DNS label
+inline constexpr SizeLimit kMaxContainerName{63, "Kubernetes"};   // DNS label
+inline constexpr SizeLimit kMaxLabelKey{253 + 1 + 63, "Kubernetes"};
+inline constexpr SizeLimit kMaxLabelValue{63, "Kubernetes"};
+inline constexpr SizeLimit kMaxAnnotations{256 << 10, "Kubernetes"};  // keys and values of one object together
+inline constexpr SizeLimit kMaxUid{128, "fracpack"};              // the API server's UIDs are 36
+inline constexpr SizeLimit kMaxQuantity{64, "fracpack"};          // the API server writes quantities canonical (<= ~25)
+// Nodes in one filter, prioritize or preempt: 20 x Kubernetes' scalability
+// limit of 5 000 nodes per cluster.
 inline constexpr size_t kMaxNodesPerRequest = 100000;
 
 // `path` names the value in errors ("Pod", "NodeNames[3]").
-Status check_name(std::string_view name, std::string_view path, size_t limit = kMaxNameBytes);
+Status check_name(std::string_view name, std::string_view path, SizeLimit limit = kMaxName);
 Status check_pod_limits(const Pod& pod, std::string_view path);
+// An error once a list at `path` reaches its (kMaxNodesPerRequest + 1)th node.
+Status check_node_count(size_t count, std::string_view path);
 
 // The bytes a decoded pod holds (strings and containers, roughly): what
 // remembering it costs.

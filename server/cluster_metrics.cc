@@ -105,4 +105,25 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
   }
 }
 
+void collect_http_metrics(const HttpCounters& h, size_t max_connections, std::vector<SampledFamily>& out) {
+  using Type = SampledFamily::Type;
+  auto one = [&out](const char* name, const char* help, Type type, double value) {
+    out.push_back(SampledFamily::single(name, help, type, value));
+  };
+  one("fracpack_http_connections_open", "Connections open on the extender port.", Type::kGauge, static_cast<double>(h.open_connections));
+  one("fracpack_http_connections_max", "limits.maxConnections.", Type::kGauge, static_cast<double>(max_connections));
+  one("fracpack_http_connections_evicted_total", "Idle connections closed at limits.maxConnections to make room for a new one.",
+      Type::kCounter, static_cast<double>(h.evicted));
+  one("fracpack_http_connections_refused_total", "Connections refused at limits.maxConnections with none idle to close.",
+      Type::kCounter, static_cast<double>(h.refused));
+  one("fracpack_http_request_body_bytes_in_flight", "Request bodies held now (limits.maxBodyBytesInFlight bounds it).", Type::kGauge,
+      static_cast<double>(h.body_bytes));
+  one("fracpack_http_requests_busy_total", "Requests answered 503: their body would pass limits.maxBodyBytesInFlight.",
+      Type::kCounter, static_cast<double>(h.busy));
+  one("fracpack_http_bad_requests_total", "Requests the HTTP layer refused itself (400, 413, 431).", Type::kCounter,
+      static_cast<double>(h.bad_requests));
+  one("fracpack_http_timeouts_total", "Connections closed for a header, body or idle deadline.", Type::kCounter,
+      static_cast<double>(h.timeouts));
+}
+
 }  // namespace fracpack::server

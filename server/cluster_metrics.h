@@ -7,6 +7,12 @@
 //   fracpack_sync_events_total{kind}, fracpack_sync_problems_total{kind}, fracpack_bind_fence_caught_up_total
 //   fracpack_ready, fracpack_evaluation_cache_total{result}
 //   fracpack_informer_{synced,lists_total,relists_total,events_total,errors_total,last_event_age_seconds}{resource}
+//
+// and what the extender port's connections and request bodies are
+// (collect_http_metrics):
+//
+//   fracpack_http_connections_{open,max,evicted_total,refused_total}
+//   fracpack_http_request_body_bytes_in_flight, fracpack_http_{requests_busy,bad_requests,timeouts}_total
 #pragma once
 
 #include <functional>
@@ -17,6 +23,7 @@
 #include "k8s/cluster_state.h"
 #include "scheduling/evaluator.h"
 #include "scheduling/workload.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 
 namespace fracpack::server {
@@ -29,5 +36,8 @@ struct ClusterMetricsSources {
 };
 
 void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<SampledFamily>& out);
+
+// `max_connections`: limits.maxConnections.
+void collect_http_metrics(const HttpCounters& http, size_t max_connections, std::vector<SampledFamily>& out);
 
 }  // namespace fracpack::server

@@ -275,21 +275,14 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // The header is read here rather than by http::async_read_header so that
   // its raw bytes are seen before the parser: Beast unfolds obsolete line
   // folding (a line starting with a space continues the last field), which
-  // RFC 9112 §5.2 lets a server do or refuse; fracpack refuses (400), as it
-  // refuses every other framing its clients never send.
+  // RFC 9112 §5.2 lets a server do or refuse; on_header refuses it (400), as
+  // it refuses the other framing fracpack's clients never send.
   void read_header_part() {
     if (buffer_.size() > 0) {
       const std::string_view raw(static_cast<const char*>(buffer_.data().data()), buffer_.size());
       const size_t end = raw.find("\r\n\r\n");
-      if (has_obs_fold(raw.substr(0, end == std::string_view::npos ? raw.size() : end + 2))) {
-        idle_ = false;
-        idle_since_ = 0;
-        first_ = false;
-        ++server_->bad_requests;
-        version_ = raw.find("HTTP/1.0") < raw.find("\r\n") ? 10 : 11;
-        return reply_and_close(400, "a folded header line (obsolete line folding, RFC 9112 section 5.2)");
-      }
       if (end != std::string_view::npos || raw.size() > kHeaderLimit) {
+        folded_ = end != std::string_view::npos && has_obs_fold(raw.substr(0, end + 2));
         error_code ec;
         const size_t used = parser_->put(buffer_.data(), ec);
         buffer_.consume(used);
@@ -317,7 +310,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     idle_since_ = 0;
     first_ = false;
     if (ec) return on_read_error(ec);
-    if (const std::string why = framing_error(parser_->get()); !why.empty()) {
+    const std::string why = folded_ ? "a folded header line (obsolete line folding, RFC 9112 section 5.2)" : framing_error(parser_->get());
+    if (!why.empty()) {
       ++server_->bad_requests;
       version_ = parser_->get().version();
       return reply_and_close(400, why);
@@ -328,9 +322,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     const auto length = parser_->content_length();
     if (length && *length >= kDirectBodyBytes && !parser_->chunked()) {
       // A large body (a full NodeList is tens of MB) is read straight into
-      // its final buffer, a megabyte at a time, with room for the JSON
-      // parser's padding, rather than through the parser 64 KiB at a time.
-      // The buffer is address space until a step is read into it.
+      // its final buffer, kDirectStep at a time, with room for the JSON
+      // parser's padding, rather than through the parser. The buffer is
+      // address space until a step is read into it.
       direct_length_ = static_cast<size_t>(*length);
       direct_body_.clear();
       direct_body_.reserve(direct_length_ + kBodyPadding);
@@ -383,7 +377,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ++server_->busy;
     keep_alive_ = false;
     linger_ = true;
-    version_ = parser_ ? parser_->get().version() : version_;
+    version_ = parser_->get().version();
     HttpResponse r{503, error_body("busy: request bodies in flight would pass " + std::to_string(server_->options.max_body_bytes_in_flight) +
                                    " bytes (limits.maxBodyBytesInFlight); retry")};
     r.headers.emplace_back("Retry-After", "1");
@@ -558,6 +552,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::string direct_body_;
   size_t direct_length_ = 0;
   bool linger_ = false;  // a refusal left the request unread: drain before closing
+  bool folded_ = false;  // the header now parsed had a folded line
   std::optional<http::request_parser<http::string_body>> parser_;
   std::list<std::weak_ptr<SessionBase>>::iterator registration_;
   std::atomic<int64_t> idle_since_{0};

@@ -34,6 +34,11 @@ struct SampledFamily {
     double value = 0;
   };
   std::vector<Sample> samples;
+
+  // A family of one unlabelled sample.
+  static SampledFamily single(std::string name, std::string help, Type type, double value) {
+    return SampledFamily{std::move(name), std::move(help), type, {{{}, value}}};
+  }
 };
 
 class Metrics {

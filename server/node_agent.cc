@@ -219,7 +219,7 @@ void NodeAgent::add_metrics() {
   using Type = SampledFamily::Type;
   metrics_.add_collector([this](std::vector<SampledFamily>& out) {
     auto one = [&out](const char* name, const char* help, Type type, double value) {
-      out.push_back(SampledFamily{name, help, type, {{{}, value}}});
+      out.push_back(SampledFamily::single(name, help, type, value));
     };
     out.push_back(SampledFamily{"fracpack_node_agent_info", "The agent's node, NVML driver and version.", Type::kGauge,
                                 {{{{"node", options_.node_name}, {"driver", driver_version_}, {"version", options_.version}}, 1}}});
