@@ -2,7 +2,10 @@
 // placement loop of ~10.9 k arrivals on 1 213 nodes, metrics included), as
 // the median of repeated runs. Prints one line per policy.
 //
-//   build/bench/replay_bench [--trace-dir DIR] [--workload NAME] [--repeat N] [--policy P,...]
+//   build/bench/replay_bench [--trace-dir DIR] [--workload NAME] [--mix STEPS] [--repeat N] [--policy P,...]
+//
+// --mix builds a workload mix from the pod list (scheduling/replay/mixes.h,
+// as fracpack mix openb does, mix seed 1), e.g. gpushare80+gpuspec50.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +16,7 @@
 
 #include "scheduling/go_rand.h"
 #include "scheduling/replay/experiment.h"
+#include "scheduling/replay/mixes.h"
 
 namespace {
 
@@ -31,7 +35,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = "../shared/traces/openb", workload = "default", policies = "fgd,fracpack,bestfit,random";
+  std::string dir = "../shared/traces/openb", workload = "default", policies = "fgd,fracpack,bestfit,random", mix;
   int repeat = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -39,8 +43,9 @@ int main(int argc, char** argv) {
     else if (a == "--workload") workload = argv[i + 1];
     else if (a == "--repeat") repeat = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--policy") policies = argv[i + 1];
+    else if (a == "--mix") mix = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: replay_bench [--trace-dir DIR] [--workload NAME] [--repeat N] [--policy P,...]\n");
+      std::fprintf(stderr, "usage: replay_bench [--trace-dir DIR] [--workload NAME] [--mix STEPS] [--repeat N] [--policy P,...]\n");
       return 2;
     }
   }
@@ -51,6 +56,21 @@ int main(int argc, char** argv) {
   if (!nodes || !pods) {
     std::fprintf(stderr, "replay_bench: cannot read the openb trace under %s\n", dir.c_str());
     return 1;
+  }
+  if (!mix.empty()) {
+    auto steps = fracpack::replay::parse_mix(mix);
+    auto specs = fracpack::replay::parse_openb_pods(slurp(dir + "/openb_pod_list_gpuspec33.csv"));
+    if (!steps || !specs) {
+      std::fprintf(stderr, "replay_bench: --mix %s: %s\n", mix.c_str(), steps ? specs.message().c_str() : steps.message().c_str());
+      return 1;
+    }
+    auto mixed = fracpack::replay::build_mix(fracpack::replay::MixInputs{*pods, *nodes, *specs, 1}, *steps);
+    if (!mixed) {
+      std::fprintf(stderr, "replay_bench: --mix %s: %s\n", mix.c_str(), mixed.message().c_str());
+      return 1;
+    }
+    *pods = std::move(*mixed);
+    workload += "+" + mix;
   }
   fracpack::replay::ExperimentOptions eo;
   eo.seed = 42;

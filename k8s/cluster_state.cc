@@ -563,7 +563,9 @@ scheduling::ShapeCounts ClusterState::observed_shapes() const {
   std::shared_lock lock(mu_);
   scheduling::ShapeCounts counts;
   for (const auto& [uid, entry] : pods_) {
-    if (auto req = contract_->pod_request(entry.pod)) counts.add(scheduling::shape_of(*req));
+    if (auto req = contract_->pod_request(entry.pod)) {
+      counts.add(scheduling::shape_of(*req), 1, static_cast<double>(scheduling::node_memory_mib(*req)));
+    }
   }
   return counts;
 }

@@ -64,7 +64,7 @@ SnapshotState read_snapshot(const ObjectList& list, const Contract& contract, co
     if (!p.node_name.empty()) {
       builder.apply_bound_pod(p);
       if (auto req = contract.pod_request(p)) {
-        st.shapes.add(scheduling::shape_of(*req));
+        st.shapes.add(scheduling::shape_of(*req), 1, static_cast<double>(scheduling::node_memory_mib(*req)));
         demand[p.meta.uid] = replay::gpu_demand(*req);
       }
       continue;
@@ -74,7 +74,7 @@ SnapshotState read_snapshot(const ObjectList& list, const Contract& contract, co
       st.problems.push_back({"pod " + p.key(), req.message()});  // the message names the pod
       continue;
     }
-    st.shapes.add(scheduling::shape_of(*req));
+    st.shapes.add(scheduling::shape_of(*req), 1, static_cast<double>(scheduling::node_memory_mib(*req)));
     if (p.meta.deleting || p.scheduling_gated) continue;
     if (!scheduler_name.empty() && p.scheduler_name != scheduler_name) continue;
     const auto t = parse_rfc3339(p.meta.creation_timestamp);

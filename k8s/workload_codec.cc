@@ -18,6 +18,7 @@ std::string format_workload(const scheduling::ShapeCounts& w) {
     if (shape.memory_mib != 0) s["memoryMiB"] = shape.memory_mib;
     if (shape.memory_percent != 0) s["memoryPercent"] = shape.memory_percent;
     if (!shape.models.empty()) s["models"] = shape.models;
+    if (const double memory = w.node_memory_mib(shape); memory != 0) s["nodeMemoryMiB"] = memory;
     shapes.push_back(std::move(s));
   }
   return nlohmann::json{{"shapes", shapes}}.dump();
@@ -44,10 +45,11 @@ Result<scheduling::ShapeCounts> parse_workload(std::string_view text) {
       if (!(v >= min && v <= max)) return Error{where + "." + key + " is out of range"};
       return Status::Ok();
     };
-    double cpu = 0, cards = 0, cores = 0, mem = 0, pct = 0, count = 0;
+    double cpu = 0, cards = 0, cores = 0, mem = 0, pct = 0, count = 0, node_mem = 0;
     for (const Status& st : {num("cpuMilli", true, 0, 1e12, cpu), num("cards", true, 0, 64, cards),
                              num("cores", false, 0, 100, cores), num("memoryMiB", false, 0, 1e12, mem),
-                             num("memoryPercent", false, 0, 100, pct), num("count", true, 0, 1e15, count)}) {
+                             num("memoryPercent", false, 0, 100, pct), num("count", true, 0, 1e15, count),
+                             num("nodeMemoryMiB", false, 0, 1e12, node_mem)}) {
       if (!st.ok()) return Error{st.message()};
     }
     if (count <= 0) return Error{where + ".count must be positive"};
@@ -61,7 +63,7 @@ Result<scheduling::ShapeCounts> parse_workload(std::string_view text) {
       if (!s["models"].is_string()) return Error{where + ".models must be a string"};
       shape.models = s["models"].get<std::string>();
     }
-    out.add(shape, count);
+    out.add(shape, count, node_mem);
   }
   if (out.empty()) return Error{"no shapes"};
   return out;

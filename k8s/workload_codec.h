@@ -17,7 +17,8 @@ namespace fracpack::k8s {
 inline constexpr const char* kWorkloadConfigMap = "fracpack-target-workload";
 inline constexpr const char* kWorkloadKey = "workload.json";
 
-// {"shapes":[{"cpuMilli":3152,"cards":1,"cores":81,"memoryMiB":0,"memoryPercent":0,"models":"","count":1047},...]}
+// {"shapes":[{"cpuMilli":3152,"cards":1,"cores":81,"memoryMiB":0,"memoryPercent":0,"models":"","count":1047,
+//              "nodeMemoryMiB":5600},...]}   (nodeMemoryMiB: the shape's pods' mean node memory; optional)
 std::string format_workload(const scheduling::ShapeCounts& workload);
 Result<scheduling::ShapeCounts> parse_workload(std::string_view json);
 

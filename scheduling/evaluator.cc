@@ -61,9 +61,9 @@ Verdict Evaluator::evaluate_one(const PodRequest& pod, const NodeState& node) {
   return out;
 }
 
-void Evaluator::observe(const PodRequest& pod) {
+void Evaluator::observe(const PodRequest& pod, const Ledger& cluster) {
   std::lock_guard lock(mu_);
-  policy_.observe(pod);
+  policy_.observe(pod, cluster);
 }
 
 }  // namespace fracpack::scheduling

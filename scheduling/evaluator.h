@@ -43,8 +43,9 @@ class Evaluator {
   // Ledger::project) are evaluated without the cache.
   Verdict evaluate_one(const PodRequest& pod, const NodeState& node);
 
-  // The pod was placed (policies that learn the workload).
-  void observe(const PodRequest& pod);
+  // A pod arrived (Policy::observe: once per pod, placed or not), with the
+  // cluster as it is (the caller holds the ledger stable, as for evaluate()).
+  void observe(const PodRequest& pod, const Ledger& cluster);
 
   std::string_view policy_name() const { return policy_.name(); }
   const FitOptions& options() const { return options_; }

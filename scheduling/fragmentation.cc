@@ -23,8 +23,7 @@ std::vector<std::string> split_models(const std::string& joined) {
 
 }  // namespace
 
-FragmentationModel::FragmentationModel(Workload workload, Measure measure)
-    : workload_(std::move(workload)), measure_(measure) {
+FragmentationModel::FragmentationModel(Workload workload) : workload_(std::move(workload)) {
   for (const WorkloadEntry& e : workload_.entries()) {
     Shape s;
     s.cpu = e.shape.cpu_milli;
@@ -37,15 +36,6 @@ FragmentationModel::FragmentationModel(Workload workload, Measure measure)
     uses_memory_ |= s.cards > 0 && (s.memory_mib > 0 || s.memory_percent > 0);
     shapes_.push_back(std::move(s));
     cpu_thresholds_.push_back(e.shape.cpu_milli);
-  }
-  if (measure_ == Measure::kCapacity) {
-    // The capacity measure depends on how many times each shape's CPU fits:
-    // every multiple of every shape's CPU is a threshold (up to kMaxCpuKey).
-    cpu_thresholds_.clear();
-    for (const Shape& m : shapes_) {
-      if (m.cpu <= 0) continue;
-      for (int64_t t = m.cpu; t <= kMaxCpuKey; t += m.cpu) cpu_thresholds_.push_back(t);
-    }
   }
   std::sort(cpu_thresholds_.begin(), cpu_thresholds_.end());
   cpu_thresholds_.erase(std::unique(cpu_thresholds_.begin(), cpu_thresholds_.end()), cpu_thresholds_.end());
@@ -83,32 +73,6 @@ std::array<double, 7> FragmentationModel::accumulate(int64_t cpu_left, std::span
   std::array<double, 7> acc{};
   int64_t gfree = 0;
   for (const CardFree& c : cards) gfree += std::max(c.cores, 0);
-  if (measure_ == Measure::kCapacity) {
-    for (const Shape& m : shapes_) {
-      if (m.cards == 0 || m.cores == 0) {
-        acc[cpu_left >= m.cpu ? kXLSatisfied : kXRLackCpu] += m.p * static_cast<double>(gfree);
-        continue;
-      }
-      int64_t slots = 0;   // shares of m the cards can take (k == 1) or cards that can take one (k > 1)
-      for (const CardFree& c : cards) {
-        const bool access = m.models.empty() || std::find(m.models.begin(), m.models.end(), c.model) != m.models.end();
-        if (!access || c.cores <= 0 || c.cores < m.cores) continue;
-        int64_t n = m.cards == 1 ? c.cores / m.cores : 1;
-        if (uses_memory_) {
-          const int64_t need = m.memory_mib + (c.total_memory_mib * m.memory_percent + 99) / 100;
-          if (need > 0) n = std::min<int64_t>(n, c.memory_mib / need);
-        }
-        slots += n;
-      }
-      int64_t pods = m.cards == 1 ? slots : slots / m.cards;
-      if (m.cpu > 0) pods = std::min<int64_t>(pods, std::max<int64_t>(cpu_left, 0) / m.cpu);
-      const int64_t usable = std::min<int64_t>(gfree, pods * m.cards * m.cores);
-      const bool cpu_ok = cpu_left >= m.cpu;
-      acc[pods > 0 ? kQ2LackGpu : (cpu_ok ? kQ2LackGpu : kQ1LackBoth)] += m.p * static_cast<double>(gfree - usable);
-      acc[kQ3Satisfied] += m.p * static_cast<double>(usable);
-    }
-    return acc;
-  }
   for (const Shape& m : shapes_) {
     const bool cpu_ok = cpu_left >= m.cpu;
     if (m.cards == 0) {
@@ -161,7 +125,7 @@ size_t FragmentationModel::KeyHash::operator()(const Key& k) const {
 double FragmentationModel::frag(int64_t cpu_left, std::span<const CardFree> cards) {
   // F depends on the CPU only through which shapes' CPU demands it covers,
   // and on the cards only as a multiset: memoise on that canonical key.
-  bool memo = cards.size() <= 16 && (measure_ == Measure::kFgd || cpu_left <= kMaxCpuKey);
+  bool memo = cards.size() <= 16;
   Key key;
   if (memo) {
     key.rank = cpu_rank(cpu_left);

@@ -8,7 +8,9 @@
 //
 // Generalised beyond the simulator in two ways that leave the openb replay
 // unchanged: a card is usable by m only if it also has m's GPU memory free,
-// and models are checked per card (heterogeneous nodes).
+// and models are checked per card (heterogeneous nodes). This is the metric
+// of the replay's curves, the inspect report and /metrics, and the FGD
+// policy's measure; fracpack's own is policies/fracpack_measure.h.
 #pragma once
 
 #include <array>
@@ -33,14 +35,7 @@ struct CardFree {
 
 class FragmentationModel {
  public:
-  // kFgd: the FGD paper's measure, bit for bit.
-  // kCapacity: idle compute minus what as many copies of the shape as the
-  // node can still host (limited by its CPU, its cards, their memory) would
-  // use; counts CPU-stranded cards and within-card remainders, which kFgd
-  // does not.
-  enum class Measure { kFgd, kCapacity };
-
-  explicit FragmentationModel(Workload workload, Measure measure = Measure::kFgd);
+  explicit FragmentationModel(Workload workload);
 
   const Workload& workload() const { return workload_; }
 
@@ -66,14 +61,12 @@ class FragmentationModel {
     double p = 0;
     std::vector<uint16_t> models;  // allowed model ids; empty: any
   };
-  static constexpr int64_t kMaxCpuKey = 512'000;  // capacity memo: nodes up to 512 cores
   std::array<double, 7> accumulate(int64_t cpu_left, std::span<const CardFree> cards) const;
   int cpu_rank(int64_t cpu_left) const;
 
   Workload workload_;
   std::vector<Shape> shapes_;
   std::vector<int64_t> cpu_thresholds_;  // sorted distinct shape CPUs: F depends on CPU only through them
-  Measure measure_ = Measure::kFgd;
   bool uses_memory_ = false;
   std::unordered_map<std::string, uint16_t> model_ids_;
 

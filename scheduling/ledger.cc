@@ -158,6 +158,10 @@ void Ledger::maybe_drop_node(const std::string& name) {
 void Ledger::upsert_node(NodeSpec spec) {
   NodeState& node = node_entry(spec.name);
   const bool cards_same = node.present_ && node.spec_.cards == spec.cards;
+  if (!cards_same || node.spec_.cpu_milli != spec.cpu_milli || node.spec_.memory_bytes != spec.memory_bytes ||
+      node.spec_.excluded != spec.excluded) {
+    capacity_stamp_ = next_stamp();
+  }
   if (cards_same) {
     node.spec_ = std::move(spec);
     touch(node);
@@ -182,6 +186,7 @@ void Ledger::remove_node(std::string_view name) {
   node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}, {}};
   node.use_.clear();
   node.present_ = false;
+  capacity_stamp_ = next_stamp();
   for (const PodRecord* pod : node.pods_) apply(node, *pod, +1);  // CPU/memory only: no cards
   touch(node);
   maybe_drop_node(std::string(name));

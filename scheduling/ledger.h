@@ -164,6 +164,10 @@ class Ledger {
   // Changes whenever node() could answer differently for some name (a node
   // added or dropped); the NodeState addresses stay valid until then.
   uint64_t layout() const { return layout_; }
+  // Changes whenever a node is added or dropped or its capacity (cards, CPU,
+  // memory, exclusion) changes: what depends on the nodes but not on their
+  // use (a policy's view of which nodes can take which pods) keys on it.
+  uint64_t capacity_stamp() const { return capacity_stamp_; }
   // The node as it would be with `spec` (cards from elsewhere, e.g. a Node
   // object kube-scheduler sent) and the pods this ledger has on it. Not the
   // ledger's: version() 0, no slot, no pods listed.
@@ -224,6 +228,7 @@ class Ledger {
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
   uint64_t layout_ = next_stamp();  // changes when a node is added or dropped (see layout())
+  uint64_t capacity_stamp_ = next_stamp();
   std::unordered_map<std::string, PodRecord> pods_;
   std::unordered_set<std::string> assumed_;
   int64_t total_cores_used_ = 0;

@@ -8,8 +8,10 @@
 //   binpack, spread
 //       HAMi-style: fill the busiest node and card first, or the idlest;
 //   fracpack
-//       our default: fragmentation-aware in both card dimensions (compute and
-//       memory), fine-grained, with a target workload learned online.
+//       our default: fragmentation-aware in the cards' compute and memory and
+//       the node's CPU and memory, shapes weighted by how scarce the nodes
+//       that can take them are, fine-grained, with a target workload
+//       learned online (policies/fracpack_measure.h).
 #pragma once
 
 #include <cstdint>
@@ -44,8 +46,13 @@ class Policy {
   // pod does not fit (callers normally filter first).
   virtual bool evaluate(const PodRequest& pod, const NodeState& node, Evaluation& out) = 0;
 
-  // Called when a pod has been placed (policies that learn the workload).
-  virtual void observe(const PodRequest& /*pod*/) {}
+  // Called once for each pod that arrives to be placed, placed or not, before
+  // it is judged, with the cluster as it is then: policies that learn the
+  // workload count it (learning from the placed pods alone would shift the
+  // target towards what still fits as the cluster fills, and stop protecting
+  // room for the pods that no longer do), and fracpack weighs shapes by how
+  // much room the cluster still has for each.
+  virtual void observe(const PodRequest& /*pod*/, const Ledger& /*cluster*/) {}
   // Changes whenever evaluate() may answer differently for the same node
   // state (a learning policy's target moved): cache keys include it.
   virtual uint64_t generation() const { return 0; }

@@ -8,7 +8,10 @@ namespace fracpack::scheduling {
 Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::vector<std::string> order)
     : ledger_(ledger), policy_(policy), options_(options) {
   for (const auto& name : order) {
-    if (const NodeState* n = ledger_.node(name)) nodes_.push_back(n);
+    if (const NodeState* n = ledger_.node(name)) {
+      position_.emplace(n, nodes_.size());
+      nodes_.push_back(n);
+    }
   }
 }
 
@@ -41,11 +44,38 @@ Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
     d.reason = explain ? explain_failure(pod) : "no node fits";
     return d;
   }
-  const NodeState& node = *nodes_[static_cast<size_t>(best)];
+  return commit_to(pod, *nodes_[static_cast<size_t>(best)], best_score, best_picks, commit, std::move(d));
+}
+
+Decision Scheduler::schedule_on(const PodRequest& pod, const NodeState& node, bool commit) {
+  Decision d;
+  auto at = position_.find(&node);
+  if (at == position_.end()) {
+    d.reason = "node " + node.name() + " is not in the scheduler's order";
+    return d;
+  }
+  DecisionCache::Entry scratch;
+  DecisionCache::Entry& e = policy_.cacheable() ? cache_.entries(pod, nodes_.size())[at->second] : scratch;
+  if (!policy_.cacheable() || !e.current(node, policy_.generation())) {
+    e.version = node.version();
+    e.generation = policy_.generation();
+    judge(pod, node, policy_, options_, /*explain=*/false, e.verdict);
+  }
+  if (!e.verdict.fits) {
+    d.reason = "no node fits";
+    return d;
+  }
+  d.feasible = 1;
+  const Picks picks = e.verdict.picks;
+  return commit_to(pod, node, e.verdict.score, picks, commit, std::move(d));
+}
+
+Decision Scheduler::commit_to(const PodRequest& pod, const NodeState& node, int64_t score, const Picks& picks, bool commit,
+                              Decision d) {
   d.placed = true;
   d.node = &node;
-  d.score = best_score;
-  d.allocation = materialize(pod, node, best_picks);
+  d.score = score;
+  d.allocation = materialize(pod, node, picks);
   if (commit) {
     const PodFacts facts{pod.uid, pod.key(), pod.cpu_milli, pod.memory_bytes};
     if (Status s = ledger_.assume(facts, d.allocation, Clock::time_point::max()); !s.ok()) {
@@ -55,7 +85,6 @@ Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
       return d;
     }
     ledger_.confirm(facts, d.allocation);
-    policy_.observe(pod);
   }
   return d;
 }

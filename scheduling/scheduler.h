@@ -42,13 +42,25 @@ class Scheduler {
   // The same choice without committing.
   Decision choose(const PodRequest& pod, bool explain = false) { return schedule(pod, false, explain); }
 
+  // The same decision where only `node` can take the pod: every other node
+  // of the order is known not to fit it (a waiting pod retried when a pod
+  // left `node`). Judged and cached as schedule() does.
+  Decision schedule_on(const PodRequest& pod, const NodeState& node, bool commit = true);
+
+  // A pod arrived to be placed (before its first schedule(); retries of a
+  // waiting pod are not arrivals): a learning policy counts it.
+  void arrived(const PodRequest& pod) { policy_.observe(pod, ledger_); }
+
  private:
   std::string explain_failure(const PodRequest& pod) const;
+  Decision commit_to(const PodRequest& pod, const NodeState& node, int64_t score, const Picks& picks, bool commit,
+                     Decision d);
 
   Ledger& ledger_;
   Policy& policy_;
   FitOptions options_;
   std::vector<const NodeState*> nodes_;
+  std::unordered_map<const NodeState*, size_t> position_;  // in nodes_
   DecisionCache cache_;  // by position in nodes_
 };
 

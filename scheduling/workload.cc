@@ -23,6 +23,11 @@ PodShape shape_of(const PodRequest& pod) {
   return s;
 }
 
+int64_t node_memory_mib(const PodRequest& pod) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  return pod.memory_bytes > 0 ? (pod.memory_bytes + kMiB - 1) / kMiB : 0;
+}
+
 namespace {
 
 // Count-descending order with the simulator's tie rule (TargetPodList.Less, reversed).
@@ -71,29 +76,36 @@ Workload Workload::typical(std::span<const PodShape> pods, int popularity_percen
 
 void LearnedWorkload::seed(const ShapeCounts& prior, double weight) {
   if (prior.total() <= 0) return;
-  for (const auto& [shape, count] : prior.counts()) weight_[shape] += count / prior.total() * weight * scale_;
+  for (const auto& [shape, count] : prior.counts()) {
+    Weight& w = weight_[shape];
+    const double add = count / prior.total() * weight * scale_;
+    w.count += add;
+    w.memory += add * prior.node_memory_mib(shape);
+  }
 }
 
-void LearnedWorkload::observe(const PodShape& shape) {
+void LearnedWorkload::observe(const PodShape& shape, double node_memory_mib) {
   // w_i(t) = decay^(t - t_i); stored as w_i / decay^t so old entries need no update.
   scale_ /= decay_;
   if (scale_ > 1e200) {  // rescale before overflow
-    for (auto& [s, w] : weight_) w /= scale_;
+    for (auto& [s, w] : weight_) {
+      w.count /= scale_;
+      w.memory /= scale_;
+    }
     scale_ = 1.0;
   }
-  weight_[shape] += scale_;
+  Weight& w = weight_[shape];
+  w.count += scale_;
+  w.memory += scale_ * node_memory_mib;
   ++observations_;
 }
 
-Workload LearnedWorkload::snapshot() const {
-  if (weight_.empty()) return Workload{};
-  std::vector<std::pair<PodShape, double>> counted;
-  double total = 0;
+ShapeCounts LearnedWorkload::snapshot() const {
+  ShapeCounts out;
   for (const auto& [s, w] : weight_) {
-    counted.emplace_back(s, w / scale_);
-    total += w / scale_;
+    if (w.count > 0) out.add(s, w.count / scale_, w.memory / w.count);
   }
-  return typical_from_counts(std::move(counted), total, popularity_);
+  return out;
 }
 
 }  // namespace fracpack::scheduling

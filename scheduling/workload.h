@@ -32,6 +32,9 @@ struct PodShape {
 // The shape of a pod request. Several GPU containers collapse into one shape
 // with their total card count and their largest per-card share.
 PodShape shape_of(const PodRequest& pod);
+// The node memory a pod requests, MiB rounded up. Not part of a shape (FGD's
+// typical pods are keyed without it): workloads keep each shape's mean.
+int64_t node_memory_mib(const PodRequest& pod);
 
 struct WorkloadEntry {
   PodShape shape;
@@ -42,16 +45,25 @@ struct WorkloadEntry {
 // configured target. The policies derive their target workload from it.
 class ShapeCounts {
  public:
-  void add(const PodShape& shape, double count = 1) {
+  // `count` pods of `shape` whose node memory requests average `node_memory_mib`.
+  void add(const PodShape& shape, double count = 1, double node_memory_mib = 0) {
     counts_[shape] += count;
+    if (node_memory_mib != 0) memory_[shape] += count * node_memory_mib;
     total_ += count;
   }
   const std::map<PodShape, double>& counts() const { return counts_; }
   double total() const { return total_; }
   bool empty() const { return counts_.empty(); }
+  // The mean node memory (MiB) of the shape's pods; 0 when unknown.
+  double node_memory_mib(const PodShape& shape) const {
+    auto m = memory_.find(shape);
+    auto c = counts_.find(shape);
+    return m == memory_.end() || c == counts_.end() || c->second <= 0 ? 0 : m->second / c->second;
+  }
 
  private:
   std::map<PodShape, double> counts_;
+  std::map<PodShape, double> memory_;  // sum of count x node memory, per shape
   double total_ = 0;
 };
 
@@ -80,23 +92,27 @@ class Workload {
 // an old observation's weight halves.
 class LearnedWorkload {
  public:
-  explicit LearnedWorkload(double half_life = 2000, int popularity_percent = 100)
-      : decay_(half_life > 0 ? std::pow(0.5, 1.0 / half_life) : 1.0), popularity_(popularity_percent) {}
+  explicit LearnedWorkload(double half_life = 2000)
+      : decay_(half_life > 0 ? std::pow(0.5, 1.0 / half_life) : 1.0) {}
 
   // Starts from a prior: its shapes count as `weight` observations in all,
   // in proportion (they decay like real ones).
   void seed(const ShapeCounts& prior, double weight);
-  void observe(const PodShape& shape);
-  // The current target (typical shapes by weight); empty before any pod.
-  Workload snapshot() const;
+  void observe(const PodShape& shape, double node_memory_mib = 0);
+  // The current target: every shape with its decayed weight and mean node
+  // memory (empty before any pod and without a prior).
+  ShapeCounts snapshot() const;
   uint64_t observations() const { return observations_; }
 
  private:
+  struct Weight {
+    double count = 0;   // decayed count
+    double memory = 0;  // decayed count x node memory
+  };
   double decay_;
-  int popularity_;
   double scale_ = 1.0;  // weights are stored divided by the running decay factor
   uint64_t observations_ = 0;
-  std::map<PodShape, double> weight_;
+  std::map<PodShape, Weight> weight_;
 };
 
 }  // namespace fracpack::scheduling

@@ -105,9 +105,10 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     if (reply.over_budget()) return reply_too_large(options_.max_reply_bytes);
     return json_response(200, reply.finish("", no_nodes));
   }
-  recent_.remember(pod);
+  const bool first_seen = recent_.remember(pod);
   auto req = contract_.pod_request(pod);
   if (!req) return json_response(200, reply.finish("pod " + pod.key() + ": " + req.message(), no_nodes));
+
   RejectionTally tally;
   // Verdicts are valid only while visited: each is written out at once.
   auto judge = [&](std::string_view name, std::string_view passed_text, const Verdict& v) {
@@ -119,6 +120,9 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     }
   };
   state_.read([&](const Ledger& ledger) {
+    // The policy counts each pod once, when it first arrives (placed or
+    // not), before judging it, as the replay does.
+    if (first_seen) evaluator_.observe(*req, ledger);
     std::vector<const NodeState*> nodes(count);
     if (!full) {
       if (!args->node_names) return 0;  // neither list: nothing to judge
@@ -228,9 +232,18 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
     }
   }
   std::vector<k8s::HostPriority> out(names.size());
+  // Among the nodes the policy scores best, the first by name (the replay's
+  // tie rule) alone gets 10 and the others 9: kube-scheduler picks at random
+  // among equal totals, and the policy's ties are meant to go to one node
+  // (pods packed onto the same nodes keep the others whole).
+  std::optional<size_t> first_best;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (raw[i] && *raw[i] == hi && (!first_best || names[i] < names[*first_best])) first_best = i;
+  }
   for (size_t i = 0; i < names.size(); ++i) {
     out[i].host = names[i];
     out[i].score = raw[i] ? scheduling::extender_score(*raw[i], lo, hi) : 0;
+    if (out[i].score == 10 && first_best && i != *first_best) out[i].score = 9;
   }
   // A node whose agent is serving another pod's bind (HAMi's node lock)
   // takes this pod's bind only after that pod's Allocate: rank it last.
@@ -321,11 +334,15 @@ ExtenderService::Placement ExtenderService::place(const k8s::Pod& pod, const std
     // verdicts see them.
     out.reason = "no GPU share asked: kube-scheduler's node, CPU and memory reserved";
     if (req) {
+      // kube-scheduler shows fracpack such a pod only at bind: the policy counts it here.
+      state_.read([&](const Ledger& ledger) {
+        evaluator_.observe(*req, ledger);
+        return 0;
+      });
       const scheduling::PodFacts facts{pod.meta.uid, who, req->cpu_milli, req->memory_bytes};
       out.reserved = state_.assume_chosen(facts, [&](const Ledger&) -> Result<scheduling::Allocation> {
                        return scheduling::Allocation{node, {}};
                      }, scheduling::Clock::now()).ok();
-      evaluator_.observe(*req);  // a learning policy counts every placed pod, as the replay does
     }
     return out;
   }
@@ -355,7 +372,6 @@ ExtenderService::Placement ExtenderService::place(const k8s::Pod& pod, const std
     out.reason = chosen.message();
     return out;
   }
-  evaluator_.observe(*req);
   out.reserved = true;
   out.allocation = std::move(*chosen);
   return out;

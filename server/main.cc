@@ -17,6 +17,7 @@ commands:
   replay openb      replay the FGD paper's experiment on the Alibaba openb trace
   replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods -A -o json)
   convert openb     write the openb trace as a cluster snapshot
+  mix openb         build a workload mix from the openb trace (the FGD paper's recipes)
   serve             run the kube-scheduler extender (HTTP)
   node-agent        run the node agent on a GPU node (kubelet device plugin)
   inspect           show per node and card what is reserved (a server or a snapshot)
@@ -44,10 +45,11 @@ int main(int argc, char** argv) {
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "openb") return cmd_replay_openb(rest(2));
     if (args[0] == "replay" && args.size() >= 2 && args[1] == "snapshot") return cmd_replay_snapshot(rest(2));
     if (args[0] == "convert" && args.size() >= 2 && args[1] == "openb") return cmd_convert_openb(rest(2));
+    if (args[0] == "mix" && args.size() >= 2 && args[1] == "openb") return cmd_mix_openb(rest(2));
     if (args[0] == "serve") return cmd_serve(rest(1));
     if (args[0] == "node-agent") return cmd_node_agent(rest(1));
     if (args[0] == "inspect") return cmd_inspect(rest(1));
-    if (args[0] == "replay" || args[0] == "convert") {
+    if (args[0] == "replay" || args[0] == "convert" || args[0] == "mix") {
       return usage_error(args[0] + " needs a source: " + (args[0] == "replay" ? "openb or snapshot" : "openb"));
     }
     return usage_error("unknown command \"" + args[0] + "\" (see fracpack --help)");

@@ -4,8 +4,8 @@
 
 namespace fracpack::server {
 
-void RecentPods::remember(const k8s::Pod& pod) {
-  if (pod.meta.uid.empty()) return;
+bool RecentPods::remember(const k8s::Pod& pod) {
+  if (pod.meta.uid.empty()) return false;
   const size_t bytes = k8s::approx_bytes(pod);
   std::lock_guard lock(mu_);
   auto it = by_uid_.find(pod.meta.uid);
@@ -15,8 +15,9 @@ void RecentPods::remember(const k8s::Pod& pod) {
       bytes_ -= it->second->bytes;
       recent_.erase(it->second);
       by_uid_.erase(it);
+      return false;
     }
-    return;
+    return true;
   }
   if (it != by_uid_.end()) {
     // filter and prioritize send the same pod: copy it only if it changed.
@@ -28,12 +29,13 @@ void RecentPods::remember(const k8s::Pod& pod) {
     }
     recent_.splice(recent_.begin(), recent_, it->second);
     evict_past_budget();
-    return;
+    return false;
   }
   recent_.push_front(Entry{pod, bytes});
   by_uid_[pod.meta.uid] = recent_.begin();
   bytes_ += bytes;
   evict_past_budget();
+  return true;
 }
 
 void RecentPods::evict_past_budget() {

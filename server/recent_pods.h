@@ -20,7 +20,9 @@ namespace fracpack::server {
 class RecentPods {
  public:
   RecentPods(size_t capacity, size_t max_bytes) : capacity_(capacity), max_bytes_(max_bytes) {}
-  void remember(const k8s::Pod& pod);
+  // True when the pod was not remembered yet (its first filter, as far as
+  // the bounded memory tells): a learning policy counts each pod once.
+  bool remember(const k8s::Pod& pod);
   std::optional<k8s::Pod> recall(const std::string& uid) const;
 
   size_t size() const;

@@ -21,7 +21,10 @@ ExperimentSetup prepare_experiment(std::vector<OpenbNode> nodes, std::vector<Ope
 
   // The target workload: the untuned trace's shapes (typical pods: FGD's cut).
   auto shapes = std::make_shared<scheduling::ShapeCounts>();
-  for (const OpenbPod& p : pods) shapes->add(scheduling::shape_of(to_pod_request(p)));
+  for (const OpenbPod& p : pods) {
+    const scheduling::PodRequest r = to_pod_request(p);
+    shapes->add(scheduling::shape_of(r), 1, static_cast<double>(scheduling::node_memory_mib(r)));
+  }
   s.typical = std::make_shared<scheduling::Workload>(scheduling::Workload::typical(*shapes));
   s.shapes = std::move(shapes);
 

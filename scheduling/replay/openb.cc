@@ -91,6 +91,7 @@ Result<std::vector<OpenbPod>> parse_openb_pods(std::string_view csv) {
   if (!cols) return cols.error();
   const bool has_milli = cols->contains("gpu_milli");
   const bool has_spec = cols->contains("gpu_spec");
+  const bool has_times = cols->contains("creation_time") && cols->contains("deletion_time");
   std::vector<OpenbPod> out;
   out.reserve(rows.size());
   for (size_t i = 1; i < rows.size(); ++i) {
@@ -134,6 +135,22 @@ Result<std::vector<OpenbPod>> parse_openb_pods(std::string_view csv) {
           s = bar + 1;
         }
         p.gpu_spec = joined;
+      }
+    }
+    if (has_times) {
+      const std::string_view created = r[cols->at("creation_time")], deleted = r[cols->at("deletion_time")];
+      if (!created.empty() && !deleted.empty()) {
+        auto c = parse_int(created, line, "creation_time");
+        auto d = parse_int(deleted, line, "deletion_time");
+        if (!c) return c.error();
+        if (!d) return d.error();
+        if (*c < 0) return Error{"line " + std::to_string(line) + ": creation_time " + std::string(created) + " is negative"};
+        if (*d < *c) {
+          return Error{"line " + std::to_string(line) + ": deletion_time " + std::string(deleted) +
+                       " is before creation_time " + std::string(created)};
+        }
+        p.creation_time = *c;
+        p.deletion_time = *d;
       }
     }
     out.push_back(std::move(p));

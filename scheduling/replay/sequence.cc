@@ -127,6 +127,7 @@ SequenceResult place_in_order(scheduling::Ledger& ledger, const std::vector<std:
   const auto start = std::chrono::steady_clock::now();
   for (const scheduling::PodRequest& pod : pods) {
     arrived += gpu_demand(pod);
+    scheduler.arrived(pod);
     scheduling::Decision d = scheduler.schedule(pod, true, options.explain_failures);
     if (!d.placed) ++result.failed;
     if (options.record_placements) {

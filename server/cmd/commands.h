@@ -17,6 +17,7 @@ namespace fracpack::cli {
 int cmd_replay_openb(const std::vector<std::string>& argv);
 int cmd_replay_snapshot(const std::vector<std::string>& argv);
 int cmd_convert_openb(const std::vector<std::string>& argv);
+int cmd_mix_openb(const std::vector<std::string>& argv);
 int cmd_serve(const std::vector<std::string>& argv);
 int cmd_node_agent(const std::vector<std::string>& argv);
 int cmd_inspect(const std::vector<std::string>& argv);
@@ -40,17 +41,23 @@ int fail(const std::string& message);
 // path is missing and none was given explicitly.
 Result<std::shared_ptr<const std::vector<int64_t>>> load_go_rng(const std::string& path, bool explicit_path);
 
-// What replay openb and convert openb read: the trace's node and pod lists
-// (--trace-dir, --nodes, --pods, --workload) and Go's seeding table
-// (--go-rng). Errors name the file.
+// What replay openb, convert openb and mix openb read: the trace's node and
+// pod lists (--trace-dir, --nodes, --pods, --workload), a mix built from the
+// pods (--mix, --mix-seed, --spec-source: scheduling/replay/mixes.h) and
+// Go's seeding table (--go-rng). Errors name the file or the flag.
 struct OpenbInputs {
   std::vector<replay::OpenbNode> nodes;
   std::vector<replay::OpenbPod> pods;
   std::shared_ptr<const std::vector<int64_t>> go_cooked;
-  std::string pods_path;  // the pod list read (names the workload in reports)
+  std::string pods_path;  // the pod list read
+  std::string workload;   // its name in reports: "default", "default+multigpu40" with --mix
 };
 Result<OpenbInputs> load_openb_inputs(const Args& args);
 // --tune: a positive number below 100 (default 1.3).
 Result<double> parse_tune(const Args& args);
+
+// replay openb --dynamic (after the common flags are read).
+int replay_openb_dynamic(const Args& args, const OpenbInputs& inputs, const std::vector<std::string>& policies,
+                         const std::vector<int64_t>& seeds, double tune, int threads);
 
 }  // namespace fracpack::cli

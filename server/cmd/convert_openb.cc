@@ -40,6 +40,8 @@ options:
   --workload NAME   pod list openb_pod_list_NAME.csv (default: default)
   --nodes FILE      node list CSV (default: DIR/openb_node_list_gpu_node.csv)
   --pods FILE       pod list CSV (overrides --workload)
+  --mix STEPS       a mix built from the pod list (see fracpack mix openb
+                    --help; --mix-seed N, --spec-source FILE)
   --seed N          arrival order and tie-breaking of this seed (default 42)
   --tune R          target demand as a multiple of GPU capacity (default 1.3)
   --go-rng FILE     Go's math/rand rng.go (see fracpack replay openb --help)
@@ -222,7 +224,7 @@ Result<scheduling::ShapeCounts> shapes_for(const scheduling::ShapeCounts& trace,
     if (!*pod) continue;
     auto request = contract.pod_request(**pod);
     if (!request) return Error{"a workload shape written for the profile does not read back: " + request.message()};
-    out.add(scheduling::shape_of(*request), count);
+    out.add(scheduling::shape_of(*request), count, trace.node_memory_mib(shape));
   }
   return out;
 }
@@ -279,7 +281,7 @@ Result<OpenbSnapshot> openb_snapshot(const replay::ExperimentSetup& setup, const
 }
 
 int cmd_convert_openb(const std::vector<std::string>& argv) {
-  auto args = Args::parse(argv, {"trace-dir", "workload", "nodes", "pods", "seed", "tune", "go-rng", "output", "profile", "split-count"}, {"help"});
+  auto args = Args::parse(argv, {"trace-dir", "workload", "nodes", "pods", "mix", "mix-seed", "spec-source", "seed", "tune", "go-rng", "output", "profile", "split-count"}, {"help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
     std::cout << kHelp;

@@ -109,4 +109,65 @@ std::string allocation_plot_svg(const std::string& title, const std::vector<Plot
   return o;
 }
 
+std::string time_panels_svg(const std::string& title, const std::string& x_label, size_t columns,
+                            const std::vector<TimePanel>& panels) {
+  const double pw = 300, ph = 170, L = 60, R = 20, T = 60, B = 50, gap_x = L + R, gap_y = T - 20 + B;
+  const size_t cols = std::max<size_t>(1, columns);
+  const size_t rows = (panels.size() + cols - 1) / cols;
+  const double W = static_cast<double>(cols) * (pw + gap_x) + 150, H = static_cast<double>(rows) * (ph + gap_y) + 40;
+  std::string o = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) +
+                  "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o += "<text x=\"" + num(W / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" + escape(title) + "</text>\n";
+  std::vector<std::string> labels;
+  for (size_t k = 0; k < panels.size(); ++k) {
+    const TimePanel& p = panels[k];
+    const double ox = static_cast<double>(k % cols) * (pw + gap_x) + L, oy = static_cast<double>(k / cols) * (ph + gap_y) + T;
+    double xmax = 0, ymax = 0;
+    for (const auto& l : p.lines) {
+      for (const auto& [x, y] : l.points) {
+        xmax = std::max(xmax, x);
+        ymax = std::max(ymax, y);
+      }
+    }
+    if (xmax <= 0) xmax = 1;
+    ymax = ymax <= 0 ? 1 : std::ceil(ymax / 10) * 10;
+    auto X = [&](double x) { return ox + x / xmax * pw; };
+    auto Y = [&](double y) { return oy + (1 - y / ymax) * ph; };
+    o += "<text x=\"" + num(ox + pw / 2) + "\" y=\"" + num(oy - 8) + "\" text-anchor=\"middle\">" + escape(p.title) + "</text>\n";
+    o += "<rect x=\"" + num(ox) + "\" y=\"" + num(oy) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
+         "\" fill=\"none\" stroke=\"#333\"/>\n";
+    for (int t = 0; t <= 4; ++t) {
+      const double y = ymax * t / 4;
+      o += "<line x1=\"" + num(ox) + "\" y1=\"" + num(Y(y)) + "\" x2=\"" + num(ox + pw) + "\" y2=\"" + num(Y(y)) +
+           "\" stroke=\"#eee\"/>\n<text x=\"" + num(ox - 5) + "\" y=\"" + num(Y(y) + 4) + "\" text-anchor=\"end\">" + num(y) +
+           "</text>\n";
+      const double x = xmax * t / 4;
+      o += "<text x=\"" + num(X(x)) + "\" y=\"" + num(oy + ph + 14) + "\" text-anchor=\"middle\">" + num(x) + "</text>\n";
+    }
+    o += "<text x=\"" + num(ox + pw / 2) + "\" y=\"" + num(oy + ph + 30) + "\" text-anchor=\"middle\">" + escape(x_label) +
+         "</text>\n<text transform=\"translate(" + num(ox - 42) + "," + num(oy + ph / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">" + escape(p.y_label) + "</text>\n";
+    for (const auto& l : p.lines) {
+      auto at = std::find(labels.begin(), labels.end(), l.label);
+      if (at == labels.end()) at = labels.insert(labels.end(), l.label);
+      const size_t i = static_cast<size_t>(at - labels.begin());
+      const bool ours = l.label == "fracpack";
+      const std::string color = ours ? "#000000" : kColors[i % (sizeof kColors / sizeof kColors[0])];
+      std::string path;
+      for (const auto& [x, y] : l.points) path += (path.empty() ? "M" : " L") + num(X(x)) + "," + num(Y(y));
+      o += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" + (ours ? "2.2" : "1.3") + "\"/>\n";
+    }
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const bool ours = labels[i] == "fracpack";
+    const std::string color = ours ? "#000000" : kColors[i % (sizeof kColors / sizeof kColors[0])];
+    const double lx = static_cast<double>(cols) * (pw + gap_x) + 10, ly = T + 14 + static_cast<double>(i) * 18;
+    o += "<line x1=\"" + num(lx) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(lx + 24) + "\" y2=\"" + num(ly) + "\" stroke=\"" +
+         color + "\" stroke-width=\"" + (ours ? "2.2" : "1.3") + "\"/>\n<text x=\"" + num(lx + 30) + "\" y=\"" + num(ly + 4) +
+         "\">" + escape(labels[i]) + "</text>\n";
+  }
+  o += "</svg>\n";
+  return o;
+}
+
 }  // namespace fracpack::cli

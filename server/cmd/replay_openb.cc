@@ -27,11 +27,25 @@ pods arrive one at a time in a seeded shuffled order, tuned to 130 % of the
 cluster's GPU capacity, and are never deleted; allocation and fragmentation
 are recorded after every arrival and bucketed by arrived GPU demand.
 
+With --dynamic, pods arrive at the trace's creation times and leave after
+its run times (deletion - creation); a pod that does not fit waits and is
+retried, first come first served, as capacity frees. The replayed window is
+the part of the trace that is complete (its first deletion to its last
+creation); arrivals are compressed by a factor chosen to reach each --load
+(the mean offered GPU demand over the window / capacity; without --load the
+trace's own clock); a pod that would run past the window's end is running
+from its start. Reported per load and policy: the unallocated GPU-time share
+over the window, the pending time p50/p99 of the placed pods (seconds on the
+replay's clock), the pods placed after waiting and never placed.
+
 options:
   --trace-dir DIR     folder of the openb CSVs (default ../shared/traces/openb)
   --workload NAME     pod list openb_pod_list_NAME.csv in --trace-dir (default: default)
   --nodes FILE        node list CSV (default: DIR/openb_node_list_gpu_node.csv)
   --pods FILE         pod list CSV (overrides --workload)
+  --mix STEPS         replay a mix built from the pod list, e.g. multigpu40 or
+                      gpushare60+gpuspec33 (see fracpack mix openb --help;
+                      --mix-seed N, default 1; --spec-source FILE)
   --policy P[,P...]   policies (default: fgd,fracpack); "all" for every policy
   --seeds LIST        seeds, e.g. 42-51 or 42,45 (default 42)
   --tune R            target demand as a multiple of GPU capacity (default 1.3)
@@ -45,15 +59,10 @@ options:
   --csv DIR           write analysis_{allo,frag,frag_ratio}_discrete.csv in the paper's format
   --placements FILE   write every arrival's node and cards (CSV), first seed per policy
   --events DIR        write each run's per-arrival metrics to DIR/events-POLICY-SEED.csv
+  --dynamic           the replay with departures (above); with --svg, allocation,
+                      fragmentation and waiting demand over time, one row per load
+  --load L[,L...]     --dynamic: target offered loads, e.g. 0.8,1.0,1.2
 )";
-
-std::string workload_name(const std::string& pods_path) {
-  std::string base = pods_path.substr(pods_path.find_last_of('/') + 1);
-  if (base.size() > 4 && base.substr(base.size() - 4) == ".csv") base.resize(base.size() - 4);
-  const std::string prefix = "openb_pod_list_";
-  if (base.rfind(prefix, 0) == 0) base = base.substr(prefix.size());
-  return base;
-}
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -83,52 +92,10 @@ std::string fmt(double v, int decimals = 2) {
 
 }  // namespace
 
-Result<std::shared_ptr<const std::vector<int64_t>>> load_go_rng(const std::string& path, bool explicit_path) {
-  auto text = read_file(path);
-  if (!text) {
-    if (explicit_path) return text.error();
-    std::cerr << "fracpack: " << path
-              << " not found (Debian package golang-1.19-src): using a portable RNG; results agree with the "
-                 "paper statistically, not digit for digit\n";
-    return std::shared_ptr<const std::vector<int64_t>>{};
-  }
-  auto table = parse_go_rng_cooked(*text);
-  if (!table) return with_context(path, table.error());
-  return std::make_shared<const std::vector<int64_t>>(std::move(*table));
-}
-
-Result<OpenbInputs> load_openb_inputs(const Args& args) {
-  const std::string dir = args.get_or("trace-dir", "../shared/traces/openb");
-  const std::string nodes_path = args.get_or("nodes", dir + "/openb_node_list_gpu_node.csv");
-  const std::string pods_path = args.get_or("pods", dir + "/openb_pod_list_" + args.get_or("workload", "default") + ".csv");
-  auto nodes_text = read_file(nodes_path);
-  if (!nodes_text) return Error{nodes_text.message()};
-  auto pods_text = read_file(pods_path);
-  if (!pods_text) return Error{pods_text.message()};
-  auto nodes = replay::parse_openb_nodes(*nodes_text);
-  if (!nodes) return Error{nodes_path + ": " + nodes.message()};
-  auto pods = replay::parse_openb_pods(*pods_text);
-  if (!pods) return Error{pods_path + ": " + pods.message()};
-  auto cooked = load_go_rng(args.get_or("go-rng", kDefaultGoRngSource), args.has("go-rng"));
-  if (!cooked) return Error{cooked.message()};
-  return OpenbInputs{std::move(*nodes), std::move(*pods), *cooked, pods_path};
-}
-
-Result<double> parse_tune(const Args& args) {
-  const std::string text = args.get_or("tune", "1.3");
-  try {
-    size_t used = 0;
-    const double tune = std::stod(text, &used);
-    if (used == text.size() && tune > 0 && tune < 100) return tune;
-  } catch (...) {
-  }
-  return Error{"--tune must be a positive number, e.g. 1.3"};
-}
-
 int cmd_replay_openb(const std::vector<std::string>& argv) {
-  auto args = Args::parse(argv, {"trace-dir", "workload", "nodes", "pods", "policy", "seeds", "tune", "go-rng", "threads",
-                                 "svg", "csv", "placements", "events"},
-                          {"json", "no-learn", "help"});
+  auto args = Args::parse(argv, {"trace-dir", "workload", "nodes", "pods", "mix", "mix-seed", "spec-source", "policy", "seeds", "tune", "go-rng", "threads",
+                                 "svg", "csv", "placements", "events", "load"},
+                          {"json", "no-learn", "help", "dynamic"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
     std::cout << kHelp;
@@ -159,8 +126,10 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
     if (threads < 1 || threads > 256) return usage_error("--threads must be 1..256");
   }
 
+  if (args->has("load") && !args->has("dynamic")) return usage_error("--load is for --dynamic");
   auto inputs = load_openb_inputs(*args);
   if (!inputs) return fail(inputs.message());
+  if (args->has("dynamic")) return replay_openb_dynamic(*args, *inputs, policies, *seeds, tune, threads);
 
   // Seeds share nothing but the inputs: prepare each seed once, run its policies.
   struct Job {
@@ -216,7 +185,7 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
   }
   if (!first_error.empty()) return fail(first_error);
 
-  const std::string workload = workload_name(inputs->pods_path);
+  const std::string workload = inputs->workload;
   const int64_t total_gpus = setups[0].total_gpus;
   nlohmann::json doc;
   doc["workload"] = workload;

@@ -70,36 +70,13 @@ TEST(Fragmentation, MemoryMakesCardsUnusable) {
   EXPECT_DOUBLE_EQ(m.frag(64000, c), 500);  // the first card's compute is stranded by its memory
 }
 
-TEST(Fragmentation, CapacityMeasureCountsCpuStrandedCardsAndRemainders) {
-  using M = FragmentationModel::Measure;
-  // Whole-card pods needing 12 cores; the node has 3 free cards but 13 cores:
-  // FGD calls all three usable, the capacity measure only one.
-  Workload whole({{gpu_shape(12000, 1000, 1), 1.0}});
-  FragmentationModel fgd(whole, M::kFgd), cap(whole, M::kCapacity);
-  auto c = cards(fgd, {1000, 1000, 1000});
-  EXPECT_DOUBLE_EQ(fgd.frag(13000, c), 0);
-  EXPECT_DOUBLE_EQ(cap.frag(13000, cards(cap, {1000, 1000, 1000})), 2000);
-  EXPECT_DOUBLE_EQ(cap.frag(40000, cards(cap, {1000, 1000, 1000})), 0);
-  // Shares of 470: a free card takes two and strands 60.
-  Workload share({{gpu_shape(1000, 470, 1), 1.0}});
-  FragmentationModel fgd2(share, M::kFgd), cap2(share, M::kCapacity);
-  EXPECT_DOUBLE_EQ(fgd2.frag(64000, cards(fgd2, {1000})), 0);
-  EXPECT_DOUBLE_EQ(cap2.frag(64000, cards(cap2, {1000})), 60);
-  EXPECT_DOUBLE_EQ(cap2.frag(64000, cards(cap2, {400})), 400);
-  // Two-card shapes: pairs of free cards.
-  Workload pair({{gpu_shape(1000, 1000, 2), 1.0}});
-  FragmentationModel cap3(pair, M::kCapacity);
-  EXPECT_DOUBLE_EQ(cap3.frag(64000, cards(cap3, {1000, 1000, 1000})), 1000);
-}
-
 TEST(Fragmentation, MemoisedAnswersEqualFreshOnes) {
   Workload w({{gpu_shape(3000, 500, 1), 0.5}, {gpu_shape(12000, 1000, 1), 0.3}, {gpu_shape(2000, 0, 0), 0.2}});
-  for (auto measure : {FragmentationModel::Measure::kFgd, FragmentationModel::Measure::kCapacity}) {
-  FragmentationModel memo(w, measure);
+  FragmentationModel memo(w);
   for (int cpu : {1000, 2500, 5000, 11999, 12000, 20000, 600000}) {
     for (int a : {0, 300, 500, 1000}) {
       for (int b : {100, 600, 1000}) {
-        FragmentationModel fresh(w, measure);
+        FragmentationModel fresh(w);
         auto c1 = cards(memo, {a, b});
         auto c2 = cards(fresh, {b, a});  // order does not matter
         const double first = memo.frag(cpu, c1);
@@ -107,7 +84,6 @@ TEST(Fragmentation, MemoisedAnswersEqualFreshOnes) {
         EXPECT_DOUBLE_EQ(first, fresh.frag(cpu, c2));
       }
     }
-  }
   }
 }
 
@@ -129,14 +105,29 @@ TEST(Workload, TypicalPodsFollowTheSimulatorRule) {
   EXPECT_EQ(t.entries()[0].shape.cpu_milli, 3000);
 }
 
-TEST(Workload, LearnedWorkloadForgetsOldShapes) {
+TEST(Workload, LearnedWorkloadForgetsOldShapesAndKeepsNodeMemory) {
   LearnedWorkload learned(100);
-  for (int i = 0; i < 1000; ++i) learned.observe(gpu_shape(1000, 500, 1));
-  for (int i = 0; i < 1000; ++i) learned.observe(gpu_shape(2000, 1000, 1));
-  Workload w = learned.snapshot();
-  ASSERT_FALSE(w.empty());
-  EXPECT_EQ(w.entries()[0].shape.cores, 1000);  // the recent shape dominates
-  EXPECT_GT(w.entries()[0].share, 0.99);
+  for (int i = 0; i < 1000; ++i) learned.observe(gpu_shape(1000, 500, 1), 4096);
+  for (int i = 0; i < 1000; ++i) learned.observe(gpu_shape(2000, 1000, 1), i % 2 == 0 ? 40960 : 57344);
+  ShapeCounts w = learned.snapshot();
+  ASSERT_EQ(w.counts().size(), 2u);
+  const double recent = w.counts().at(gpu_shape(2000, 1000, 1)) / w.total();
+  EXPECT_GT(recent, 0.99);  // the recent shape dominates
+  EXPECT_NEAR(w.node_memory_mib(gpu_shape(2000, 1000, 1)), 49152, 100);  // the mean of its pods'
+  EXPECT_DOUBLE_EQ(w.node_memory_mib(gpu_shape(1000, 500, 1)), 4096);
+}
+
+TEST(Workload, ShapeCountsKeepEachShapesMeanNodeMemory) {
+  ShapeCounts counts;
+  counts.add(gpu_shape(1000, 500, 1), 3, 4096);
+  counts.add(gpu_shape(1000, 500, 1), 1, 8192);  // the same shape: one entry, the mean memory
+  counts.add(gpu_shape(2000, 1000, 1), 4);
+  EXPECT_EQ(counts.counts().size(), 2u);
+  EXPECT_DOUBLE_EQ(counts.node_memory_mib(gpu_shape(1000, 500, 1)), 5120);
+  EXPECT_DOUBLE_EQ(counts.node_memory_mib(gpu_shape(2000, 1000, 1)), 0);  // not given
+  Workload w = Workload::typical(counts, 100);
+  ASSERT_EQ(w.entries().size(), 2u);
+  EXPECT_DOUBLE_EQ(w.entries()[0].share + w.entries()[1].share, 1.0);
 }
 
 }  // namespace

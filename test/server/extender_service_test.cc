@@ -184,6 +184,20 @@ TEST(ExtenderPrioritize, OnlyThePoliciesBestNodeGetsTenAndBindAgreesWithIt) {
   EXPECT_EQ(a->containers[0].cards[0].index, 0) << "bind takes the card prioritize scored: beside the other half";
 }
 
+TEST(ExtenderPrioritize, AmongEquallyGoodNodesTheFirstByNameAloneGetsTen) {
+  // Three identical idle nodes: the policy ties them; kube-scheduler would
+  // pick at random among equal totals, the replay takes the first by name.
+  std::vector<std::string> objects;
+  for (const char* n : {"n-c", "n-a", "n-b"}) objects.push_back(node_object(n, 2));
+  objects.push_back(gpu_pod("p", "u-p", 50));
+  Standalone s(objects);
+  auto scores = s.driver().prioritize(0, objects.back(), names({"n-c", "n-a", "n-b"}));
+  ASSERT_TRUE(scores) << scores.message();
+  EXPECT_EQ(scores->at("n-a"), 10);
+  EXPECT_EQ(scores->at("n-b"), 9);
+  EXPECT_EQ(scores->at("n-c"), 9);
+}
+
 TEST(ExtenderBind, RetriedBindIsIdempotentAndUnknownPodsFailWithAMessage) {
   auto objects = small_cluster();
   objects.push_back(gpu_pod("p", "u-p", 30));

@@ -231,12 +231,14 @@ TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
   EXPECT_EQ((*scores)["x"], 0) << "held by b's lock";
   EXPECT_GT((*scores)["y"], 0);
   EXPECT_GT((*scores)["z"], 0);
-  // Once b's Allocate released it, x packs as well as y again.
+  // Once b's Allocate released it, x packs as well as y again: the policy
+  // ties them, and the first by name ranks first.
   ASSERT_TRUE(hami_allocate(*c.api, "x", {1}).ok());
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().held_by({"x"}).empty(); }));
   scores = c.driver().prioritize(0, pending_pod("p", share), nodes);
   ASSERT_TRUE(scores.ok()) << scores.message();
-  EXPECT_EQ((*scores)["x"], (*scores)["y"]);
+  EXPECT_EQ((*scores)["x"], 10);
+  EXPECT_EQ((*scores)["y"], 9);
 }
 
 // A node this replica is binding a pod to ranks last before its lock is
@@ -251,7 +253,9 @@ TEST(HamiProfile, ANodeWithABindInFlightIsRankedLastBeforeItsLockIsSeen) {
   const std::vector<CandidateNode> nodes = {{"x", ""}, {"y", ""}, {"z", ""}};
   auto before = c.driver().prioritize(0, pending_pod("p", share), nodes);
   ASSERT_TRUE(before.ok()) << before.message();
-  ASSERT_EQ((*before)["x"], (*before)["y"]) << "three empty nodes score alike";
+  ASSERT_EQ((*before)["x"], 10) << "three empty nodes tie: the first by name ranks first";
+  ASSERT_EQ((*before)["y"], 9);
+  ASSERT_EQ((*before)["z"], 9);
 
   // The API server answers slowly: a's bind to x (its lock patch, then the Binding) is in flight.
   c.api->faults().slow_ms = 600;

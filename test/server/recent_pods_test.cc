@@ -22,9 +22,9 @@ k8s::Pod pod(const std::string& uid, size_t annotation_bytes = 0, const std::str
 
 TEST(RecentPods, CountBoundDropsTheLeastRecentlyUsed) {
   RecentPods r(3, 1 << 20);
-  for (const char* uid : {"a", "b", "c"}) r.remember(pod(uid));
-  r.remember(pod("a"));  // used again: now the most recent
-  r.remember(pod("d"));
+  for (const char* uid : {"a", "b", "c"}) EXPECT_TRUE(r.remember(pod(uid))) << "first seen";
+  EXPECT_FALSE(r.remember(pod("a"))) << "seen before (filter, then prioritize)";  // now the most recent
+  EXPECT_TRUE(r.remember(pod("d")));
   EXPECT_TRUE(r.recall("a").has_value());
   EXPECT_FALSE(r.recall("b").has_value()) << "the least recently used went";
   EXPECT_TRUE(r.recall("d").has_value());

@@ -243,7 +243,7 @@ std::string compare_ledger(const FakeApiServer& server, const k8s::ClusterState&
       auto& u = cards[p.pod.node_name][c.index];
       u.memory_mib += c.memory_mib;
       u.cores += c.cores;
-      u.sharers += 1;
+      u.sharers += c.shares;  // container shares, as the ledger counts them (two containers of one pod on a card: 2)
     }
     cpu[p.pod.node_name] += p.request->cpu_milli;
     pods[p.pod.meta.uid] = a;
