@@ -15,7 +15,15 @@
 // test API server) on the machine's cores; the clients are lean (pre-built
 // requests, no JSON DOM) so the figures are mostly fracpack's.
 //
+//   3. with --slow-api: binds against a test API server that answers 20 % of
+//      requests 300 ms late and loses 2 % of binding replies, 3 000 pods on
+//      1 213 nodes, one bind at a time and pipelined as kube-scheduler binds
+//      (goal: bind p99 <= 1 s, none answered past its 5 s timeout);
+//      --bind-workers N sets fracpack's bindWorkers (4 was the fixed pool).
+//
 //   build/bench/extender_bench [--seconds 3] [--clients 4] [--nodes 1000,5000] [--pods 5000] [--skip-full]
+//                              [--slow-api | --only-slow-api] [--bind-workers N]
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +45,7 @@
 #include "common/json_write.h"
 #include "k8s/snapshot.h"
 #include "server/daemon.h"
+#include "server/http_server.h"
 #include "server/log.h"
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
@@ -256,11 +265,105 @@ double handler_ms(uint16_t port, const char* verb) {
   return n > 0 ? 1000.0 * value("fracpack_http_request_duration_seconds_sum" + label) / n : 0;
 }
 
-void print(const char* what, int nodes, const char* mode, int clients, size_t body_bytes, const Figures& f) {
-  std::printf("%-10s %6d %-6s %7d %10.1f %10.1f %9.3f %9.3f %10.0f %8zu %6zu\n", what, nodes, mode, clients,
+void print(const char* what, int nodes, const char* mode, int clients, size_t body_bytes, const Figures& f, const Figures& floor) {
+  std::printf("%-10s %6d %-6s %7d %9.1f %9.1f %8.3f %8.3f %8.3f %8.3f %6.2f %6.2f %8.0f %7zu\n", what, nodes, mode, clients,
               static_cast<double>(body_bytes) / 1024.0, static_cast<double>(f.reply_bytes) / 1024.0, f.p50_ms, f.p99_ms,
-              f.per_second, f.requests, f.errors);
+              floor.p50_ms, floor.p99_ms, floor.p50_ms > 0 ? f.p50_ms / floor.p50_ms : 0, floor.p99_ms > 0 ? f.p99_ms / floor.p99_ms : 0,
+              f.per_second, f.errors + floor.errors);
   std::fflush(stdout);
+}
+
+// The load generator runs in its own process (this binary with
+// --client-mode), so its allocator and threads are not fracpack's: the
+// requests go through a file, the figures come back on a pipe.
+Figures load_from_process(uint16_t port, const std::vector<std::string>& requests, int clients, double seconds) {
+  char path[] = "/tmp/extender_bench_requests_XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) {
+    std::perror("mkstemp");
+    std::exit(1);
+  }
+  {
+    std::string framed;
+    for (const auto& r : requests) framed += std::to_string(r.size()) + "\n" + r;
+    size_t off = 0;
+    while (off < framed.size()) {
+      const ssize_t n = ::write(fd, framed.data() + off, framed.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+  const std::string cmd = "/proc/" + std::to_string(::getpid()) + "/exe --client-mode " + std::to_string(port) + " " + path + " " +
+                          std::to_string(clients) + " " + std::to_string(seconds);
+  FILE* child = ::popen(cmd.c_str(), "r");
+  Figures f;
+  if (child == nullptr || std::fscanf(child, "%lf %lf %lf %zu %zu %zu", &f.p50_ms, &f.p99_ms, &f.per_second, &f.requests, &f.errors,
+                                      &f.reply_bytes) != 6) {
+    std::fprintf(stderr, "the load generator process failed\n");
+    std::exit(1);
+  }
+  ::pclose(child);
+  ::unlink(path);
+  return f;
+}
+
+int client_mode(int argc, char** argv) {
+  if (argc < 6) return 2;
+  const auto port = static_cast<uint16_t>(std::atoi(argv[2]));
+  std::FILE* in = std::fopen(argv[3], "rb");
+  if (in == nullptr) return 1;
+  std::vector<std::string> requests;
+  size_t size = 0;
+  while (std::fscanf(in, "%zu\n", &size) == 1) {
+    std::string r(size, '\0');
+    if (std::fread(r.data(), 1, size, in) != size) return 1;
+    requests.push_back(std::move(r));
+  }
+  std::fclose(in);
+  const Figures f = load(port, requests, std::atoi(argv[4]), std::atof(argv[5]));
+  std::printf("%f %f %f %zu %zu %zu\n", f.p50_ms, f.p99_ms, f.per_second, f.requests, f.errors, f.reply_bytes);
+  return 0;
+}
+
+// The floor: the same server code path (HttpServer, its limits and io
+// threads) answering every request with a pre-built reply of the same size,
+// without parsing or evaluating anything: what moving the bytes costs.
+struct Floor {
+  explicit Floor(std::string reply) : reply_(std::move(reply)) {
+    server::HttpOptions o;
+    o.address = "127.0.0.1";
+    o.port = 0;
+    o.threads = 2;
+    o.max_body_bytes = size_t{256} << 20;
+    server_ = std::make_unique<server::HttpServer>(o, [this](server::HttpRequest&&, server::Reply r) { r(server::HttpResponse(200, reply_)); });
+    if (!server_->start().ok()) {
+      std::fprintf(stderr, "floor server did not start\n");
+      std::exit(1);
+    }
+  }
+  uint16_t port() const { return server_->port(); }
+
+ private:
+  std::string reply_;
+  std::unique_ptr<server::HttpServer> server_;
+};
+
+// fracpack's reply to a request, for the floor to answer with.
+std::string reply_to(uint16_t port, const std::string& request) {
+  RawClient c(port);
+  std::string body;
+  c.exchange(request, body);
+  return body;
+}
+
+// One row: fracpack, then the floor with fracpack's reply.
+void row(const char* what, int nodes, const char* mode, int clients, double seconds, uint16_t port,
+         const std::vector<std::string>& requests) {
+  const Figures f = load_from_process(port, requests, clients, seconds);
+  Floor floor(reply_to(port, requests[0]));
+  const Figures fl = load_from_process(floor.port(), requests, clients, seconds);
+  print(what, nodes, mode, clients, requests[0].size(), f, fl);
 }
 
 config::Config bench_config() {
@@ -296,15 +399,15 @@ void latency(int nodes, int clients, double seconds, bool full) {
     }
   }
   const uint16_t port = s.daemon().port();
-  print("filter", nodes, "names", clients, filter_names[0].size(), load(port, filter_names, clients, seconds));
-  print("prioritize", nodes, "names", clients, prio_names[0].size(), load(port, prio_names, clients, seconds));
-  print("filter", nodes, "names", 1, filter_names[0].size(), load(port, filter_names, 1, seconds));
+  row("filter", nodes, "names", 1, seconds, port, filter_names);
+  row("filter", nodes, "names", clients, seconds, port, filter_names);
+  row("prioritize", nodes, "names", clients, seconds, port, prio_names);
   std::printf("  (names mode, mean time inside fracpack's handler: filter %.3f ms, prioritize %.3f ms)\n",
               handler_ms(port, "filter"), handler_ms(port, "prioritize"));
   if (full) {
     const int c = std::min(clients, 2);
-    print("filter", nodes, "full", c, filter_full[0].size(), load(port, filter_full, c, seconds));
-    print("prioritize", nodes, "full", c, prio_full[0].size(), load(port, prio_full, c, seconds));
+    row("filter", nodes, "full", c, seconds, port, filter_full);
+    row("prioritize", nodes, "full", c, seconds, port, prio_full);
   }
 }
 
@@ -423,13 +526,137 @@ void end_to_end(int nodes, int pods) {
   daemon.drain(std::chrono::seconds(1));
 }
 
+// Binds when the API server is slow: kube-scheduler's asynchronous binds
+// (each its own goroutine, its extender call timing out at httpTimeout 5 s)
+// against a test API server that answers `slow_permille` of requests
+// `slow_ms` late and loses `lose_permille` of binding replies (written, then
+// 500). `pipelined`: the next cycle starts while binds are in flight;
+// otherwise each bind is answered before the next filter. Prints the bind
+// latency the scheduler sees, the binds answered past 5 s, pods/s.
+void slow_api(int nodes, int pods, bool pipelined, int slow_permille, int slow_ms, int lose_permille, int bind_workers) {
+  fracpack::testing::FakeApiServer api;
+  for (const auto& o : cluster_objects(nodes, 7)) api.create(o.find("\"nodeName\"") != std::string::npos ? "pods" : "nodes", o);
+  std::vector<std::string> pending;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < pods; ++i) {
+    pending.push_back(api.create("pods", pod_json("job-" + std::to_string(i), "job-uid-" + std::to_string(i), kShapes[rng() % 5])));
+  }
+  config::Config c = bench_config();
+  c.bind_workers = bind_workers;
+  server::DaemonOptions o;
+  o.config = c;
+  o.client = fracpack::testing::client_for(api);
+  server::Daemon daemon(o);
+  if (!daemon.start().ok() || !daemon.wait_serving(std::chrono::seconds(60))) {
+    std::fprintf(stderr, "daemon did not start\n");
+    std::exit(1);
+  }
+  api.faults().slow_ms = slow_ms;
+  api.faults().slow_permille = slow_permille;
+  api.faults().lose_binding_permille = lose_permille;
+  const uint16_t port = daemon.port();
+  std::string names = "[";
+  for (int i = 0; i < nodes; ++i) names += std::string(i ? "," : "") + "\"" + node_name(i) + "\"";
+  names += "]";
+
+  // Bind senders: as many as binds in flight (kube-scheduler's goroutines).
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> binds;
+  bool done = false;
+  std::vector<double> bind_ms;
+  size_t bound = 0, refused = 0;
+  auto send_bind = [&](RawClient& client, const std::string& req) {
+    std::string body;
+    const auto s = Clock::now();
+    const int status = client.exchange(req, body);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - s).count();
+    std::lock_guard lock(mu);
+    bind_ms.push_back(ms);
+    if (status == 200 && body == "{\"Error\":\"\"}") {
+      ++bound;
+    } else {
+      if (++refused <= 3) std::fprintf(stderr, "bind refused (%d): %s\n", status, body.substr(0, 300).c_str());
+    }
+  };
+  std::vector<std::thread> senders;
+  if (pipelined) {
+    for (int b = 0; b < 128; ++b) {
+      senders.emplace_back([&] {
+        RawClient client(port);
+        while (true) {
+          std::string req;
+          {
+            std::unique_lock lock(mu);
+            cv.wait(lock, [&] { return done || !binds.empty(); });
+            if (binds.empty()) return;
+            req = std::move(binds.front());
+            binds.pop_front();
+          }
+          send_bind(client, req);
+        }
+      });
+    }
+  }
+  RawClient client(port), binder(port);
+  std::string reply;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < pods; ++i) {
+    const std::string& pod = pending[static_cast<size_t>(i)];
+    if (client.exchange(post("/filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names + "}"), reply) != 200) {
+      std::fprintf(stderr, "filter failed: %s\n", reply.c_str());
+      std::exit(1);
+    }
+    const size_t a = reply.find("\"NodeNames\":[");
+    const std::string passing = reply.substr(a + 12, reply.find(']', a) - a - 11);
+    std::string node;
+    if (passing == "[]") continue;
+    if (passing.find(',') == std::string::npos) {
+      node = passing.substr(2, passing.size() - 4);
+    } else {
+      client.exchange(post("/prioritize", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + passing + "}"), reply);
+      const size_t ten = reply.find("\"Score\":10}");
+      const size_t host = reply.rfind("{\"Host\":\"", ten);
+      node = reply.substr(host + 9, reply.find('"', host + 9) - host - 9);
+    }
+    const std::string req = post("/bind", "{\"PodName\":\"job-" + std::to_string(i) + "\",\"PodNamespace\":\"ml\",\"PodUID\":\"job-uid-" +
+                                              std::to_string(i) + "\",\"Node\":\"" + node + "\"}");
+    if (pipelined) {
+      std::lock_guard lock(mu);
+      binds.push_back(req);
+      cv.notify_one();
+    } else {
+      send_bind(binder, req);
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : senders) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const size_t late = static_cast<size_t>(std::count_if(bind_ms.begin(), bind_ms.end(), [](double ms) { return ms > 5000; }));
+  std::printf("slow API server (%d %%o of answers %d ms late, %d %%o of binding replies lost), %d nodes, %d pods, %s binds, "
+              "bindWorkers %d: bind p50 %.1f ms p99 %.1f ms max %.1f ms, answered past 5 s %zu, bound %zu, refused %zu, "
+              "%.0f pods/s\n",
+              slow_permille, slow_ms, lose_permille, nodes, pods, pipelined ? "pipelined" : "one-at-a-time", bind_workers,
+              percentile(bind_ms, 0.5), percentile(bind_ms, 0.99), bind_ms.empty() ? 0.0 : *std::max_element(bind_ms.begin(), bind_ms.end()),
+              late, bound, refused, static_cast<double>(pods) / wall);
+  std::fflush(stdout);
+  api.faults().clear();
+  daemon.drain(std::chrono::seconds(1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--client-mode") return client_mode(argc, argv);
   double seconds = 3;
   int clients = 4, pods = 5000;
   std::vector<int> sizes = {1000, 5000};
-  bool full = true, e2e = true, lat = true;
+  bool full = true, e2e = true, lat = true, slow = false;
+  int slow_nodes = 1213, slow_pods = 3000, bind_workers = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "";
@@ -450,18 +677,28 @@ int main(int argc, char** argv) {
     } else if (a == "--skip-full") full = false;
     else if (a == "--only-e2e") lat = false;
     else if (a == "--skip-e2e") e2e = false;
+    else if (a == "--slow-api") slow = true;
+    else if (a == "--only-slow-api") slow = true, lat = false, e2e = false;
+    else if (a == "--bind-workers") bind_workers = std::atoi(v), ++i;
+    else if (a == "--slow-pods") slow_pods = std::atoi(v), ++i;
     else {
-      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-e2e] [--only-e2e]\n");
+      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-e2e] [--only-e2e]\n"
+                           "                      [--slow-api | --only-slow-api] [--slow-pods N] [--bind-workers N]\n");
       return 2;
     }
   }
   server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);
   server::tune_allocator_for_large_bodies();  // as fracpack serve does
   if (lat) {
-    std::printf("%-10s %6s %-6s %7s %10s %10s %9s %9s %10s %8s %6s\n", "verb", "nodes", "mode", "clients", "body KiB",
-                "reply KiB", "p50 ms", "p99 ms", "req/s", "requests", "errors");
+    std::printf("(the load generator is a second process on the same cores; floor: the same HTTP server answering a pre-built reply)\n");
+    std::printf("%-10s %6s %-6s %7s %9s %9s %8s %8s %8s %8s %6s %6s %8s %7s\n", "verb", "nodes", "mode", "clients", "body KiB",
+                "reply KiB", "p50 ms", "p99 ms", "floor50", "floor99", "x p50", "x p99", "req/s", "errors");
     for (int n : sizes) latency(n, clients, seconds, full);
   }
   if (e2e) end_to_end(1000, pods);
+  if (slow) {
+    slow_api(slow_nodes, slow_pods, /*pipelined=*/false, 200, 300, 20, bind_workers);
+    slow_api(slow_nodes, slow_pods, /*pipelined=*/true, 200, 300, 20, bind_workers);
+  }
   return 0;
 }

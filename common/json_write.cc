@@ -1,5 +1,7 @@
 #include "common/json_write.h"
 
+#include <cstring>
+
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -47,6 +49,25 @@ void append_json_string_cut(std::string& out, std::string_view s, size_t max_byt
   append_json_string(out, kept);
 }
 
+namespace {
+
+uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Whether any of the eight bytes is a control character, '"', '\\' or not
+// ASCII (SWAR: a byte b < n sets its high bit in (x - n) & ~x when b < 0x80).
+bool needs_look(uint64_t x) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  auto zero_byte = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  const uint64_t control = (x - 0x20 * kOnes) & ~x & kHigh;
+  return ((x & kHigh) | control | zero_byte(x ^ ('"' * kOnes)) | zero_byte(x ^ ('\\' * kOnes))) != 0;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
   // Runs of characters that need no escape are appended whole; bytes that
   // are not UTF-8 become U+FFFD, so the output is always valid JSON.
@@ -61,6 +82,10 @@ void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   size_t run = 0;
   for (size_t i = 0; i < s.size(); ++i) {
+    // Eight bytes at a time while none needs a look (names and reasons
+    // are mostly plain ASCII: a filter reply is hundreds of KiB of them).
+    while (i + 8 <= s.size() && !needs_look(load8(s.data() + i))) i += 8;
+    if (i >= s.size()) break;
     const auto ch = static_cast<unsigned char>(s[i]);
     if (!kEscape[ch]) continue;
     if (ch >= 0x80) {

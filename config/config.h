@@ -100,7 +100,7 @@ struct Config {
   // kubelet's probes and Prometheus reach the pod's address.
   std::string metrics_listen;
   int64_t io_threads = 2;
-  int64_t bind_workers = 4;
+  int64_t bind_workers = 64;
   TlsConfig tls;
   LimitsConfig limits;
   ClusterConfig cluster;

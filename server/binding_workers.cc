@@ -1,5 +1,7 @@
 #include "server/binding_workers.h"
 
+#include <algorithm>
+
 namespace fracpack::server {
 
 namespace {
@@ -13,33 +15,48 @@ Binder::Outcome too_late(const k8s::BindTarget& t, const std::string& doing) {
 
 }  // namespace
 
-BindingWorkers::BindingWorkers(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics)
-    : client_(std::move(client)), events_(events), fence_(fence), metrics_(metrics) {
-  for (int i = 0; i < std::max(1, workers); ++i) {
-    workers_.emplace_back([this] {
-      k8s::ApiClient api(client_);
-      work(api);
-    });
-  }
+BindingWorkers::BindingWorkers(k8s::ClientConfig client, int max_workers, k8s::EventRecorder* events, k8s::BindFence* fence,
+                               Metrics& metrics, int min_workers)
+    : client_(std::move(client)),
+      events_(events),
+      fence_(fence),
+      metrics_(metrics),
+      min_workers_(static_cast<size_t>(std::clamp(min_workers, 1, std::max(1, max_workers)))),
+      max_workers_(static_cast<size_t>(std::max(1, max_workers))) {
+  std::lock_guard lock(mu_);
+  while (workers_ < min_workers_) start_worker();
 }
 
 BindingWorkers::~BindingWorkers() {
   std::deque<Pending> left;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     stopping_ = true;
     left.swap(jobs_);
+    ready_.notify_all();
+    // Workers finish the bind they are posting (each bounded by its deadline).
+    stopped_.wait(lock, [&] { return workers_ == 0; });
   }
-  ready_.notify_all();
-  for (auto& w : workers_) w.join();
   for (auto& p : left) p.done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, p.job.target);
+}
+
+void BindingWorkers::start_worker() {
+  ++workers_;
+  std::thread([this] { work(); }).detach();
+}
+
+BindingWorkers::Load BindingWorkers::load() const {
+  std::lock_guard lock(mu_);
+  return Load{jobs_.size(), workers_, workers_ - idle_, max_workers_};
 }
 
 void BindingWorkers::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      jobs_.push_back(Pending{std::move(job), std::move(done)});
+      jobs_.push_back(Pending{std::move(job), std::move(done), Clock::now()});
+      // Every idle worker will take one: start another for what is left.
+      if (jobs_.size() > idle_ && workers_ < max_workers_) start_worker();
       ready_.notify_one();
       return;
     }
@@ -89,16 +106,25 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job)
   return Outcome{Error{r.message()}, gone, unknown};
 }
 
-void BindingWorkers::work(k8s::ApiClient& client) {
+void BindingWorkers::work() {
+  k8s::ApiClient client(client_);  // this worker's keep-alive connection
   while (true) {
     Pending p;
     {
       std::unique_lock lock(mu_);
-      ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      if (stopping_) return;
+      ++idle_;
+      const bool woken = ready_.wait_for(lock, kIdle, [&] { return stopping_ || !jobs_.empty(); });
+      --idle_;
+      if (stopping_ || (!woken && workers_ > min_workers_)) {
+        --workers_;
+        stopped_.notify_all();
+        return;
+      }
+      if (jobs_.empty()) continue;
       p = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    metrics_.bind_waited(std::chrono::duration<double>(Clock::now() - p.queued).count());
     Outcome o = post(client, p.job);
     if (!o.status.ok() && events_ != nullptr) {
       const k8s::BindTarget& t = p.job.target;

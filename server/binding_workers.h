@@ -5,8 +5,16 @@
 // the reservation re-checked beside them. A bind still queued at its
 // deadline is refused, never posted late. A failed bind is also reported as
 // a Kubernetes Event on the pod (rate-limited by the recorder).
+//
+// The pool grows with the binds in flight: kube-scheduler binds
+// asynchronously, so when the API server answers some requests slowly a
+// fixed handful of connections would hold every bind queued behind the slow
+// ones (latency becomes queueing, binds run out their deadline waiting). A
+// bind that finds every worker busy starts another, up to `max_workers`;
+// workers idle for `kIdle` stop, down to `min_workers`.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -26,7 +34,8 @@ namespace fracpack::server {
 class BindingWorkers final : public Binder {
  public:
   // `events` may be null; `fence` may be null (no fence: a single writer).
-  BindingWorkers(k8s::ClientConfig client, int workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics);
+  BindingWorkers(k8s::ClientConfig client, int max_workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics,
+                 int min_workers = 2);
   ~BindingWorkers() override;  // pending binds fail with "shutting down"
   void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
   // GPU binds first take this per-node lock (the hami profile: HAMi's
@@ -34,12 +43,22 @@ class BindingWorkers final : public Binder {
   // fails. Set before the first bind.
   void use_node_lock(std::shared_ptr<const k8s::NodeLock> lock) { node_lock_ = std::move(lock); }
 
+  // For /metrics: binds waiting for a worker, workers running and busy.
+  struct Load {
+    size_t queued = 0, workers = 0, busy = 0, max_workers = 0;
+  };
+  Load load() const;
+
+  static constexpr std::chrono::seconds kIdle{60};
+
  private:
   struct Pending {
     Job job;
     std::function<void(Outcome, const k8s::BindTarget&)> done;
+    Clock::time_point queued{};
   };
-  void work(k8s::ApiClient& client);
+  void work();
+  void start_worker();  // with mu_ held
   Outcome post(k8s::ApiClient& client, Job& job);
   Outcome fence_and_post(k8s::ApiClient& client, Job& job);
 
@@ -48,11 +67,14 @@ class BindingWorkers final : public Binder {
   k8s::BindFence* fence_;
   std::shared_ptr<const k8s::NodeLock> node_lock_;
   Metrics& metrics_;
-  std::mutex mu_;
+  const size_t min_workers_, max_workers_;
+  mutable std::mutex mu_;
   std::condition_variable ready_;
+  std::condition_variable stopped_;  // a worker ended (drain waits for all)
   std::deque<Pending> jobs_;
   bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  size_t workers_ = 0;  // running
+  size_t idle_ = 0;     // waiting for a job
 };
 
 }  // namespace fracpack::server

@@ -158,6 +158,18 @@ Status Daemon::start() {
       lock.expire = c.contract.hami_node_lock_expire;
       workers->use_node_lock(std::make_shared<const k8s::NodeLock>(lock));
     }
+    metrics_.add_collector([w = workers.get()](std::vector<SampledFamily>& out) {
+      const BindingWorkers::Load l = w->load();
+      out.push_back(SampledFamily::single("fracpack_bind_queue_depth", "Binds waiting for a binding worker.",
+                                          SampledFamily::Type::kGauge, static_cast<double>(l.queued)));
+      out.push_back(SampledFamily{"fracpack_bind_workers",
+                                  "Binding workers (each its own API server connection), busy posting or idle.",
+                                  SampledFamily::Type::kGauge,
+                                  {{{{"state", "busy"}}, static_cast<double>(l.busy)},
+                                   {{{"state", "idle"}}, static_cast<double>(l.workers - l.busy)}}});
+      out.push_back(SampledFamily::single("fracpack_bind_workers_max", "The most binding workers (bindWorkers).",
+                                          SampledFamily::Type::kGauge, static_cast<double>(l.max_workers)));
+    });
     binder_ = std::move(workers);
     k8s::ClusterInformersOptions io;
     io.tune = options_.tune_informer;

@@ -43,6 +43,10 @@ struct Metrics::Impl {
                                                          .Name("fracpack_bind_fence_duration_seconds")
                                                          .Help("Time a bind spent reading what the API server has bound on its node, by result.")
                                                          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& bind_wait = prometheus::BuildHistogram()
+                                                             .Name("fracpack_bind_queue_wait_seconds")
+                                                             .Help("Time a bind waited for a worker before it was fenced and posted.")
+                                                             .Register(registry);
   std::mutex mu;
   std::vector<Collector> collectors;
 };
@@ -62,6 +66,8 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   for (const char* outcome : {"passed", "failed", "unresolvable"}) impl_->filter_nodes.Add({{"outcome", outcome}});
   for (const char* result : {"ok", "failed"}) impl_->fence.Add({{"result", result}}, latency_buckets());
 }
+
+void Metrics::bind_waited(double seconds) { impl_->bind_wait.Add({}, latency_buckets()).Observe(seconds); }
 
 void Metrics::bind_fence(double seconds, bool ok) {
   impl_->fence.Add({{"result", ok ? "ok" : "failed"}}, latency_buckets()).Observe(seconds);

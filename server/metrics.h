@@ -11,6 +11,7 @@
 //   fracpack_bind_failures_total{reason}                 no_longer_fits, api_error, unknown_pod, ...
 //   fracpack_preemptions_total{outcome}
 //   fracpack_bind_fence_duration_seconds{result}         the bind fence's reads (ok / failed)
+//   fracpack_bind_queue_wait_seconds                     a bind's wait for a worker
 //   ...and the scrape-time families listed in extender_service.h.
 #pragma once
 
@@ -56,6 +57,8 @@ class Metrics {
   void preempted(std::string_view outcome);
   // A bind's fence (k8s/bind_fence.h): how long the reads took, and whether they answered.
   void bind_fence(double seconds, bool ok);
+  // How long a bind waited for a binding worker.
+  void bind_waited(double seconds);
 
   using Collector = std::function<void(std::vector<SampledFamily>&)>;
   void add_collector(Collector c);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "common/error_body.h"
 
 namespace fracpack {
@@ -32,6 +34,23 @@ TEST(JsonWrite, BytesThatAreNotUtf8BecomeReplacementCharacters) {
     std::string o;
     append_json_string(o, in);
     EXPECT_EQ(o, "\"" + want + "\"") << in.size();
+  }
+}
+
+// Plain runs are scanned eight bytes at a time: every character that needs
+// escaping is found wherever it falls in a word, in long strings too.
+TEST(JsonWrite, EscapesAreFoundAtEveryOffsetOfALongString) {
+  const std::vector<std::pair<std::string, std::string>> specials = {
+      {"\"", "\\\""}, {"\\", "\\\\"}, {"\n", "\\n"}, {std::string(1, '\x01'), "\\u0001"},
+      {"\x1f", "\\u001f"}, {"\xc3\xa9", "\xc3\xa9"}, {"\xff", "\\ufffd"}};
+  for (const auto& [raw, escaped] : specials) {
+    for (size_t at = 0; at < 24; ++at) {
+      std::string s(30, 'a');
+      s.replace(at, 1, raw);
+      std::string out;
+      append_json_string(out, s);
+      EXPECT_EQ(out, "\"" + std::string(at, 'a') + escaped + std::string(29 - at, 'a') + "\"") << escaped << " at " << at;
+    }
   }
 }
 

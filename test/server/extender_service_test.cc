@@ -6,6 +6,8 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "k8s/contract/fracpack.h"
@@ -399,6 +401,35 @@ TEST(ExtenderBind, ABindThatCannotBePostedInTimeIsRefusedNotPostedLate) {
   EXPECT_EQ(c.daemon().state().read([](const scheduling::Ledger& l) { return l.pod("u-a"); }), nullptr) << "the reservation is released";
   // With the API server answering again, the retry binds.
   EXPECT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
+}
+
+// kube-scheduler binds asynchronously: with every API answer slow, binds
+// in flight each get a worker (a connection) instead of queueing behind
+// the slow ones, and /metrics says how many waited and worked.
+TEST(ExtenderBind, SlowAnswersDoNotQueueTheBindsBehindThem) {
+  config::Config cfg = test_config();
+  cfg.bind_workers = 16;
+  Connected c(cfg);
+  for (int n = 0; n < 8; ++n) c.api->create("nodes", node_object("n" + std::to_string(n), 1));
+  c.start();
+  for (int i = 0; i < 8; ++i) c.api->create("pods", gpu_pod("p" + std::to_string(i), "u-p" + std::to_string(i), 100));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p7").has_value(); }));
+  c.api->faults().slow_ms = 400;  // the fence's read and the Binding: 800 ms a bind
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<Status>> binds;
+  for (int i = 0; i < 8; ++i) {
+    binds.push_back(c.driver().bind_async("default", "p" + std::to_string(i), "u-p" + std::to_string(i), "n" + std::to_string(i)));
+  }
+  for (auto& b : binds) EXPECT_TRUE(b.get().ok());
+  const auto took = std::chrono::steady_clock::now() - start;
+  c.api->faults().slow_ms = 0;
+  // The old fixed pool of 4 would take two rounds of 800 ms and more; one worker each, one round.
+  EXPECT_LT(took, std::chrono::milliseconds(1400)) << "binds waited for each other";
+  const std::string metrics = http_get(c.url(), "/metrics").body;
+  EXPECT_NE(metrics.find("fracpack_bind_queue_wait_seconds_count 8"), std::string::npos) << metrics.substr(0, 200);
+  EXPECT_NE(metrics.find("fracpack_bind_workers_max 16"), std::string::npos);
+  EXPECT_NE(metrics.find("fracpack_bind_queue_depth 0"), std::string::npos);
+  EXPECT_NE(metrics.find("fracpack_bind_workers{state=\"busy\"} 0"), std::string::npos);
 }
 
 // A pod another scheduler bound a moment ago, not yet delivered by the
