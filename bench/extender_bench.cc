@@ -411,36 +411,72 @@ void latency(int nodes, int clients, double seconds, bool full) {
   }
 }
 
+// ["gpu-node-00000",...]: the NodeNames kube-scheduler sends.
+std::string names_json(int nodes) {
+  std::string names = "[";
+  for (int i = 0; i < nodes; ++i) names += std::string(i ? "," : "") + "\"" + node_name(i) + "\"";
+  return names + "]";
+}
+
+// The test API server with a third-full cluster and `pods` pending pods,
+// and fracpack synced from it.
+struct SyncedCluster {
+  fracpack::testing::FakeApiServer api;
+  std::vector<std::string> pending;
+  std::unique_ptr<server::Daemon> daemon;
+
+  SyncedCluster(int nodes, int pods, const config::Config& c) {
+    for (const auto& o : cluster_objects(nodes, 7)) api.create(o.find("\"nodeName\"") != std::string::npos ? "pods" : "nodes", o);
+    std::mt19937_64 rng(11);
+    for (int i = 0; i < pods; ++i) {
+      pending.push_back(api.create("pods", pod_json("job-" + std::to_string(i), "job-uid-" + std::to_string(i), kShapes[rng() % 5])));
+    }
+    server::DaemonOptions o;
+    o.config = c;
+    o.client = fracpack::testing::client_for(api);
+    daemon = std::make_unique<server::Daemon>(o);
+    if (!daemon->start().ok() || !daemon->wait_serving(std::chrono::seconds(60))) {
+      std::fprintf(stderr, "daemon did not start\n");
+      std::exit(1);
+    }
+  }
+};
+
+// One scheduling cycle as kube-scheduler runs it: filter, prioritize when
+// two or more nodes pass, the best host (the one with score 10). "" when no
+// node passes.
+std::string schedule_cycle(RawClient& client, const std::string& pod, const std::string& names) {
+  std::string reply;
+  if (client.exchange(post("/filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names + "}"), reply) != 200) {
+    std::fprintf(stderr, "filter failed: %s\n", reply.c_str());
+    std::exit(1);
+  }
+  // The passing names: the NodeNames array of the reply.
+  const size_t a = reply.find("\"NodeNames\":[");
+  const std::string passing = reply.substr(a + 12, reply.find(']', a) - a - 11);
+  if (passing == "[]") return "";
+  if (passing.find(',') == std::string::npos) return passing.substr(2, passing.size() - 4);
+  client.exchange(post("/prioritize", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + passing + "}"), reply);
+  const size_t ten = reply.find("\"Score\":10}");
+  const size_t host = reply.rfind("{\"Host\":\"", ten);
+  return reply.substr(host + 9, reply.find('"', host + 9) - host - 9);
+}
+
+std::string bind_request(int i, const std::string& node) {
+  return post("/bind", "{\"PodName\":\"job-" + std::to_string(i) + "\",\"PodNamespace\":\"ml\",\"PodUID\":\"job-uid-" +
+                           std::to_string(i) + "\",\"Node\":\"" + node + "\"}");
+}
+
 // A scheduling loop as kube-scheduler runs it: cycles one pod at a time
 // (filter, prioritize when >= 2 nodes pass, pick the best), binds handed to
 // a few binder threads so the next cycle starts at once.
 void end_to_end(int nodes, int pods) {
-  fracpack::testing::FakeApiServer api;
-  for (const auto& o : cluster_objects(nodes, 7)) {
-    if (o.find("\"nodeName\"") != std::string::npos) {
-      api.create("pods", o);
-    } else {
-      api.create("nodes", o);
-    }
-  }
-  std::vector<std::string> pending;
-  std::mt19937_64 rng(11);
-  for (int i = 0; i < pods; ++i) {
-    pending.push_back(api.create("pods", pod_json("job-" + std::to_string(i), "job-uid-" + std::to_string(i), kShapes[rng() % 5])));
-  }
-  config::Config c = bench_config();
-  server::DaemonOptions o;
-  o.config = c;
-  o.client = fracpack::testing::client_for(api);
-  server::Daemon daemon(o);
-  if (!daemon.start().ok() || !daemon.wait_serving(std::chrono::seconds(60))) {
-    std::fprintf(stderr, "daemon did not start\n");
-    std::exit(1);
-  }
+  SyncedCluster cluster(nodes, pods, bench_config());
+  fracpack::testing::FakeApiServer& api = cluster.api;
+  server::Daemon& daemon = *cluster.daemon;
+  const std::vector<std::string>& pending = cluster.pending;
   const uint16_t port = daemon.port();
-  std::string names = "[";
-  for (int i = 0; i < nodes; ++i) names += std::string(i ? "," : "") + "\"" + node_name(i) + "\"";
-  names += "]";
+  const std::string names = names_json(nodes);
 
   std::mutex mu;
   std::condition_variable cv;
@@ -471,37 +507,16 @@ void end_to_end(int nodes, int pods) {
     });
   }
   RawClient client(port);
-  std::string reply;
   size_t unschedulable = 0, cycles = 0;
   std::vector<double> cycle_ms;
   const auto t0 = Clock::now();
   for (int i = 0; i < pods; ++i) {
     const auto s = Clock::now();
-    const std::string& pod = pending[static_cast<size_t>(i)];
-    if (client.exchange(post("/filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names + "}"), reply) != 200) {
-      std::fprintf(stderr, "filter failed: %s\n", reply.c_str());
-      std::exit(1);
-    }
-    // The passing names: the NodeNames array of the reply.
-    const size_t a = reply.find("\"NodeNames\":[");
-    const size_t z = reply.find(']', a);
-    const std::string passing = reply.substr(a + 12, z - a - 11);
-    std::string node;
-    if (passing == "[]") {
-      ++unschedulable;
-    } else if (passing.find(',') == std::string::npos) {
-      node = passing.substr(2, passing.size() - 4);
-    } else {
-      client.exchange(post("/prioritize", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + passing + "}"), reply);
-      // The first host with score 10 (the best alone gets 10).
-      const size_t ten = reply.find("\"Score\":10}");
-      const size_t host = reply.rfind("{\"Host\":\"", ten);
-      node = reply.substr(host + 9, reply.find('"', host + 9) - host - 9);
-    }
+    const std::string node = schedule_cycle(client, pending[static_cast<size_t>(i)], names);
+    if (node.empty()) ++unschedulable;
     if (!node.empty()) {
       std::lock_guard lock(mu);
-      binds.push_back(post("/bind", "{\"PodName\":\"job-" + std::to_string(i) + "\",\"PodNamespace\":\"ml\",\"PodUID\":\"job-uid-" +
-                                        std::to_string(i) + "\",\"Node\":\"" + node + "\"}"));
+      binds.push_back(bind_request(i, node));
       cv.notify_one();
     }
     ++cycles;
@@ -534,30 +549,16 @@ void end_to_end(int nodes, int pods) {
 // otherwise each bind is answered before the next filter. Prints the bind
 // latency the scheduler sees, the binds answered past 5 s, pods/s.
 void slow_api(int nodes, int pods, bool pipelined, int slow_permille, int slow_ms, int lose_permille, int bind_workers) {
-  fracpack::testing::FakeApiServer api;
-  for (const auto& o : cluster_objects(nodes, 7)) api.create(o.find("\"nodeName\"") != std::string::npos ? "pods" : "nodes", o);
-  std::vector<std::string> pending;
-  std::mt19937_64 rng(11);
-  for (int i = 0; i < pods; ++i) {
-    pending.push_back(api.create("pods", pod_json("job-" + std::to_string(i), "job-uid-" + std::to_string(i), kShapes[rng() % 5])));
-  }
   config::Config c = bench_config();
   c.bind_workers = bind_workers;
-  server::DaemonOptions o;
-  o.config = c;
-  o.client = fracpack::testing::client_for(api);
-  server::Daemon daemon(o);
-  if (!daemon.start().ok() || !daemon.wait_serving(std::chrono::seconds(60))) {
-    std::fprintf(stderr, "daemon did not start\n");
-    std::exit(1);
-  }
+  SyncedCluster cluster(nodes, pods, c);
+  fracpack::testing::FakeApiServer& api = cluster.api;
+  server::Daemon& daemon = *cluster.daemon;
   api.faults().slow_ms = slow_ms;
   api.faults().slow_permille = slow_permille;
   api.faults().lose_binding_permille = lose_permille;
   const uint16_t port = daemon.port();
-  std::string names = "[";
-  for (int i = 0; i < nodes; ++i) names += std::string(i ? "," : "") + "\"" + node_name(i) + "\"";
-  names += "]";
+  const std::string names = names_json(nodes);
 
   // Bind senders: as many as binds in flight (kube-scheduler's goroutines).
   std::mutex mu;
@@ -603,28 +604,11 @@ void slow_api(int nodes, int pods, bool pipelined, int slow_permille, int slow_m
     }
   }
   RawClient client(port), binder(port);
-  std::string reply;
   const auto t0 = Clock::now();
   for (int i = 0; i < pods; ++i) {
-    const std::string& pod = pending[static_cast<size_t>(i)];
-    if (client.exchange(post("/filter", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + names + "}"), reply) != 200) {
-      std::fprintf(stderr, "filter failed: %s\n", reply.c_str());
-      std::exit(1);
-    }
-    const size_t a = reply.find("\"NodeNames\":[");
-    const std::string passing = reply.substr(a + 12, reply.find(']', a) - a - 11);
-    std::string node;
-    if (passing == "[]") continue;
-    if (passing.find(',') == std::string::npos) {
-      node = passing.substr(2, passing.size() - 4);
-    } else {
-      client.exchange(post("/prioritize", "{\"Pod\":" + pod + ",\"Nodes\":null,\"NodeNames\":" + passing + "}"), reply);
-      const size_t ten = reply.find("\"Score\":10}");
-      const size_t host = reply.rfind("{\"Host\":\"", ten);
-      node = reply.substr(host + 9, reply.find('"', host + 9) - host - 9);
-    }
-    const std::string req = post("/bind", "{\"PodName\":\"job-" + std::to_string(i) + "\",\"PodNamespace\":\"ml\",\"PodUID\":\"job-uid-" +
-                                              std::to_string(i) + "\",\"Node\":\"" + node + "\"}");
+    const std::string node = schedule_cycle(client, cluster.pending[static_cast<size_t>(i)], names);
+    if (node.empty()) continue;
+    const std::string req = bind_request(i, node);
     if (pipelined) {
       std::lock_guard lock(mu);
       binds.push_back(req);

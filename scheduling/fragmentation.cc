@@ -8,19 +8,6 @@ namespace {
 // Categories in the simulator's order (FragRatioDataMap).
 enum Category { kQ1LackBoth = 0, kQ2LackGpu, kQ3Satisfied, kQ4LackCpu, kXLSatisfied, kXRLackCpu, kNoAccess };
 
-std::vector<std::string> split_models(const std::string& joined) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= joined.size()) {
-    const size_t bar = joined.find('|', start);
-    const size_t end = bar == std::string::npos ? joined.size() : bar;
-    if (end > start) out.push_back(joined.substr(start, end - start));
-    if (bar == std::string::npos) break;
-    start = bar + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 FragmentationModel::FragmentationModel(Workload workload) : workload_(std::move(workload)) {

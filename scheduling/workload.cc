@@ -23,6 +23,19 @@ PodShape shape_of(const PodRequest& pod) {
   return s;
 }
 
+std::vector<std::string> split_models(const std::string& joined) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < joined.size()) {
+    const size_t bar = joined.find('|', start);
+    const size_t end = bar == std::string::npos ? joined.size() : bar;
+    if (end > start) out.push_back(joined.substr(start, end - start));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return out;
+}
+
 int64_t node_memory_mib(const PodRequest& pod) {
   constexpr int64_t kMiB = int64_t{1} << 20;
   return pod.memory_bytes > 0 ? (pod.memory_bytes + kMiB - 1) / kMiB : 0;

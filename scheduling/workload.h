@@ -32,6 +32,9 @@ struct PodShape {
 // The shape of a pod request. Several GPU containers collapse into one shape
 // with their total card count and their largest per-card share.
 PodShape shape_of(const PodRequest& pod);
+// A shape's allowed models: the non-empty parts of "A|B" (PodShape::models).
+std::vector<std::string> split_models(const std::string& joined);
+
 // The node memory a pod requests, MiB rounded up. Not part of a shape (FGD's
 // typical pods are keyed without it): workloads keep each shape's mean.
 int64_t node_memory_mib(const PodRequest& pod);

@@ -8,19 +8,6 @@
 namespace fracpack::scheduling::policies {
 namespace {
 
-std::vector<std::string> split_models(const std::string& joined) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < joined.size()) {
-    const size_t bar = joined.find('|', start);
-    const size_t end = bar == std::string::npos ? joined.size() : bar;
-    if (end > start) out.push_back(joined.substr(start, end - start));
-    if (bar == std::string::npos) break;
-    start = bar + 1;
-  }
-  return out;
-}
-
 int64_t card_memory_need(int64_t mib, int percent, int64_t total) { return mib + (total * percent + 99) / 100; }
 
 bool is_gpu_shape(const PodShape& s) { return s.cards > 0 && s.cores > 0; }

@@ -136,25 +136,15 @@ Result<DynamicPlan> plan_dynamic(const ExperimentSetup& setup, std::optional<dou
 
 Result<DynamicResult> run_dynamic(const ExperimentSetup& setup, const DynamicPlan& plan, const std::string& policy_name,
                                   int64_t seed, const RunOptions& run, const DynamicOptions& options) {
-  scheduling::PolicyOptions po;
-  po.workload = setup.shapes;
-  po.seed = static_cast<uint64_t>(seed);
-  po.learn = run.learn;
-  auto policy = scheduling::make_policy(policy_name, po);
-  if (!policy) return policy.error();
-
-  scheduling::Ledger ledger;
-  std::vector<std::string> order;
-  for (size_t i = 0; i < setup.nodes.size(); ++i) {
-    ledger.upsert_node(to_node_spec(setup.nodes[i], setup.node_names[i]));
-    order.push_back(setup.node_names[i]);
-  }
-  std::sort(order.begin(), order.end());  // ties go to the smallest prefixed name
+  auto start = start_run(setup, policy_name, seed, run);
+  if (!start) return start.error();
+  scheduling::Ledger& ledger = start->ledger;
+  const std::vector<std::string>& order = start->order;
   std::vector<const scheduling::NodeState*> nodes;
   for (const auto& name : order) nodes.push_back(ledger.node(name));
   scheduling::FitOptions fit;
   fit.check_node_resources = true;
-  scheduling::Scheduler scheduler(ledger, **policy, fit, order);
+  scheduling::Scheduler scheduler(ledger, *start->policy, fit, order);
 
   // The plan's pods as requests, with a small id per demand (a waiting pod
   // whose demand did not fit a node does not fit it for the next one either).

@@ -73,22 +73,30 @@ ExperimentSetup prepare_experiment(std::vector<OpenbNode> nodes, std::vector<Ope
   return s;
 }
 
-Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string& policy_name, int64_t seed,
-                                 const RunOptions& options) {
+Result<RunStart> start_run(const ExperimentSetup& setup, const std::string& policy_name, int64_t seed,
+                           const RunOptions& options) {
   scheduling::PolicyOptions po;
   po.workload = setup.shapes;
   po.seed = static_cast<uint64_t>(seed);
   po.learn = options.learn;
   auto policy = scheduling::make_policy(policy_name, po);
   if (!policy) return policy.error();
-
-  scheduling::Ledger ledger;
-  std::vector<std::string> order;
+  RunStart start;
+  start.policy = std::move(*policy);
   for (size_t i = 0; i < setup.nodes.size(); ++i) {
-    ledger.upsert_node(to_node_spec(setup.nodes[i], setup.node_names[i]));
-    order.push_back(setup.node_names[i]);
+    start.ledger.upsert_node(to_node_spec(setup.nodes[i], setup.node_names[i]));
+    start.order.push_back(setup.node_names[i]);
   }
-  std::sort(order.begin(), order.end());  // ties go to the smallest prefixed name
+  std::sort(start.order.begin(), start.order.end());  // ties go to the smallest prefixed name
+  return start;
+}
+
+Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string& policy_name, int64_t seed,
+                                 const RunOptions& options) {
+  auto start = start_run(setup, policy_name, seed, options);
+  if (!start) return start.error();
+  scheduling::Ledger& ledger = start->ledger;
+  const std::vector<std::string>& order = start->order;
   std::vector<scheduling::PodRequest> pods;
   pods.reserve(setup.arrivals.size());
   for (const OpenbPod& p : setup.arrivals) pods.push_back(to_pod_request(p));
@@ -98,7 +106,7 @@ Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string
   so.record_placements = options.record_placements;
   so.record_events = options.record_events;
   RunResult result;
-  static_cast<SequenceResult&>(result) = place_in_order(ledger, order, **policy, pods, *setup.typical, so);
+  static_cast<SequenceResult&>(result) = place_in_order(ledger, order, *start->policy, pods, *setup.typical, so);
   result.policy = policy_name;
   result.seed = seed;
   return result;

@@ -54,6 +54,16 @@ struct RunOptions {
   bool learn = true;  // fracpack: learn the workload online (else the trace's typical pods)
 };
 
+// What every run of a prepared experiment starts from: the policy (its
+// target workload the trace's shapes), the ledger with the nodes, and the
+// nodes in tie-breaking order (the smallest prefixed name first).
+struct RunStart {
+  std::unique_ptr<scheduling::Policy> policy;
+  scheduling::Ledger ledger;
+  std::vector<std::string> order;
+};
+Result<RunStart> start_run(const ExperimentSetup& setup, const std::string& policy, int64_t seed, const RunOptions& options);
+
 // Runs one policy over a prepared experiment.
 Result<RunResult> run_experiment(const ExperimentSetup& setup, const std::string& policy, int64_t seed,
                                  const RunOptions& options = {});

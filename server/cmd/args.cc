@@ -1,7 +1,10 @@
 #include "server/cmd/args.h"
 
+#include <atomic>
 #include <charconv>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "server/cmd/commands.h"
 
@@ -96,6 +99,24 @@ Result<std::vector<int64_t>> parse_seed_list(const std::string& text) {
   }
   if (out.empty()) return Error{"no seeds given"};
   return out;
+}
+
+Status run_parallel(size_t count, int threads, const std::function<Status(size_t)>& job) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min<int>(threads, static_cast<int>(count)); ++t) {
+    pool.emplace_back([&] {
+      for (size_t j; (j = next++) < count;) {
+        Status s = job(j);
+        std::lock_guard lock(mu);
+        if (!s.ok() && first.ok()) first = s;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return first;
 }
 
 }  // namespace fracpack::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,5 +43,9 @@ std::optional<int64_t> parse_integer(const std::string& text);
 Result<std::vector<int64_t>> parse_seed_list(const std::string& text);
 // "fgd,bestfit".
 std::vector<std::string> split_list(const std::string& text, char sep = ',');
+
+// Runs job(0) .. job(count - 1) on up to `threads` threads (the replays'
+// runs); a job's error stops nothing. Returns the first error, if any.
+Status run_parallel(size_t count, int threads, const std::function<Status(size_t)>& job);
 
 }  // namespace fracpack::cli

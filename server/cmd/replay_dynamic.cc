@@ -1,14 +1,11 @@
 // fracpack replay openb --dynamic: the openb experiment with departures and a
 // waiting queue (scheduling/replay/dynamic.h has the model).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <mutex>
 #include <numeric>
 #include <optional>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -95,30 +92,15 @@ int replay_openb_dynamic(const Args& args, const OpenbInputs& inputs, const std:
     }
   }
   std::vector<std::optional<replay::DynamicResult>> results(jobs.size());
-  std::string first_error;
-  std::mutex error_mu;
-  {
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < std::min<int>(threads, static_cast<int>(jobs.size())); ++t) {
-      pool.emplace_back([&] {
-        for (size_t j; (j = next++) < jobs.size();) {
-          replay::RunOptions ro;
-          ro.learn = !args.has("no-learn");
-          auto r = replay::run_dynamic(setups[jobs[j].seed], plans[jobs[j].seed][jobs[j].load], jobs[j].policy,
-                                       seeds[jobs[j].seed], ro);
-          if (r) {
-            results[j] = std::move(*r);
-          } else {
-            std::lock_guard lock(error_mu);
-            if (first_error.empty()) first_error = r.message();
-          }
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
-  if (!first_error.empty()) return fail(first_error);
+  const Status ran = run_parallel(jobs.size(), threads, [&](size_t j) -> Status {
+    replay::RunOptions ro;
+    ro.learn = !args.has("no-learn");
+    auto r = replay::run_dynamic(setups[jobs[j].seed], plans[jobs[j].seed][jobs[j].load], jobs[j].policy, seeds[jobs[j].seed], ro);
+    if (!r) return r.error();
+    results[j] = std::move(*r);
+    return Status::Ok();
+  });
+  if (!ran.ok()) return fail(ran.message());
 
   nlohmann::json doc;
   doc["workload"] = inputs.workload;

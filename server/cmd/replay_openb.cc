@@ -1,10 +1,8 @@
 // fracpack replay openb: the FGD paper's experiment on the Alibaba openb trace.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -141,49 +139,27 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
   for (size_t s = 0; s < seeds->size(); ++s) {
     for (const auto& p : policies) jobs.push_back({s, p});
   }
-  {
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < std::min<int>(threads, static_cast<int>(seeds->size())); ++t) {
-      pool.emplace_back([&] {
-        for (size_t s; (s = next++) < seeds->size();) {
-          replay::ExperimentOptions eo;
-          eo.tune = tune;
-          eo.seed = (*seeds)[s];
-          eo.go_cooked = inputs->go_cooked;
-          setups[s] = replay::prepare_experiment(inputs->nodes, inputs->pods, eo);
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
+  (void)run_parallel(seeds->size(), threads, [&](size_t s) {
+    replay::ExperimentOptions eo;
+    eo.tune = tune;
+    eo.seed = (*seeds)[s];
+    eo.go_cooked = inputs->go_cooked;
+    setups[s] = replay::prepare_experiment(inputs->nodes, inputs->pods, eo);
+    return Status::Ok();
+  });
 
   std::vector<std::optional<replay::RunResult>> results(jobs.size());
-  std::string first_error;
-  std::mutex error_mu;
-  {
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < std::min<int>(threads, static_cast<int>(jobs.size())); ++t) {
-      pool.emplace_back([&] {
-        for (size_t j; (j = next++) < jobs.size();) {
-          replay::RunOptions ro;
-          ro.learn = !args->has("no-learn");
-          ro.record_placements = args->has("placements") && jobs[j].seed_index == 0;
-          ro.record_events = args->has("events");
-          auto r = replay::run_experiment(setups[jobs[j].seed_index], jobs[j].policy, (*seeds)[jobs[j].seed_index], ro);
-          if (r) {
-            results[j] = std::move(*r);
-          } else {
-            std::lock_guard lock(error_mu);
-            if (first_error.empty()) first_error = r.message();
-          }
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
-  if (!first_error.empty()) return fail(first_error);
+  const Status ran = run_parallel(jobs.size(), threads, [&](size_t j) -> Status {
+    replay::RunOptions ro;
+    ro.learn = !args->has("no-learn");
+    ro.record_placements = args->has("placements") && jobs[j].seed_index == 0;
+    ro.record_events = args->has("events");
+    auto r = replay::run_experiment(setups[jobs[j].seed_index], jobs[j].policy, (*seeds)[jobs[j].seed_index], ro);
+    if (!r) return r.error();
+    results[j] = std::move(*r);
+    return Status::Ok();
+  });
+  if (!ran.ok()) return fail(ran.message());
 
   const std::string workload = inputs->workload;
   const int64_t total_gpus = setups[0].total_gpus;

@@ -13,14 +13,7 @@ namespace {
 
 using Card = FracpackMeasure::Card;
 
-PodShape gpu_shape(int64_t cpu, int cores, int cards, std::string models = "") {
-  PodShape s;
-  s.cpu_milli = cpu;
-  s.cores = cores;
-  s.cards = cards;
-  s.models = std::move(models);
-  return s;
-}
+using fracpack::testing::gpu_shape;
 
 ShapeCounts one(const PodShape& s, double node_memory_mib = 0) {
   ShapeCounts c;

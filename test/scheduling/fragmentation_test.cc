@@ -7,14 +7,7 @@
 namespace fracpack::scheduling {
 namespace {
 
-PodShape gpu_shape(int64_t cpu, int cores, int cards, std::string models = "") {
-  PodShape s;
-  s.cpu_milli = cpu;
-  s.cores = cores;
-  s.cards = cards;
-  s.models = std::move(models);
-  return s;
-}
+using fracpack::testing::gpu_shape;
 
 std::vector<CardFree> cards(FragmentationModel& m, std::initializer_list<int> free, const std::string& model = "1080") {
   std::vector<CardFree> out;

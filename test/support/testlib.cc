@@ -67,6 +67,15 @@ scheduling::NodeSpec node(const std::string& name, int gpus, int64_t memory_mib,
   return n;
 }
 
+scheduling::PodShape gpu_shape(int64_t cpu_milli, int cores, int cards, std::string models) {
+  scheduling::PodShape s;
+  s.cpu_milli = cpu_milli;
+  s.cores = cores;
+  s.cards = cards;
+  s.models = std::move(models);
+  return s;
+}
+
 scheduling::PodRequest pod(const std::string& name, int cards, int cores_milli, int64_t memory_mib, int64_t cpu_milli) {
   scheduling::PodRequest p;
   p.uid = "uid-" + name;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scheduling/model.h"
+#include "scheduling/workload.h"
 
 namespace fracpack::testing {
 
@@ -19,6 +20,8 @@ std::optional<std::string> read_file(const std::string& path);
 // A node with `gpus` identical cards.
 scheduling::NodeSpec node(const std::string& name, int gpus, int64_t memory_mib = 16384, const std::string& model = "T4",
                           int64_t cpu_milli = 64000, int64_t memory_bytes = int64_t{256} << 30);
+// A pod shape as the fragmentation measures see it (cards x cores milli).
+scheduling::PodShape gpu_shape(int64_t cpu_milli, int cores, int cards, std::string models = "");
 // A pod with one GPU container.
 scheduling::PodRequest pod(const std::string& name, int cards, int cores_milli, int64_t memory_mib = 0,
                            int64_t cpu_milli = 1000);
