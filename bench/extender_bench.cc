@@ -330,13 +330,17 @@ int client_mode(int argc, char** argv) {
 // threads) answering every request with a pre-built reply of the same size,
 // without parsing or evaluating anything: what moving the bytes costs.
 struct Floor {
-  explicit Floor(std::string reply) : reply_(std::move(reply)) {
+  explicit Floor(std::string reply) : reply_(std::make_shared<const std::string>(std::move(reply))) {
     server::HttpOptions o;
     o.address = "127.0.0.1";
     o.port = 0;
     o.threads = 2;
     o.max_body_bytes = size_t{256} << 20;
-    server_ = std::make_unique<server::HttpServer>(o, [this](server::HttpRequest&&, server::Reply r) { r(server::HttpResponse(200, reply_)); });
+    server_ = std::make_unique<server::HttpServer>(o, [this](server::HttpRequest&&, server::Reply r) {
+      server::HttpResponse res;
+      res.shared_body = reply_;  // not copied: the cheapest answer these bytes have
+      r(std::move(res));
+    });
     if (!server_->start().ok()) {
       std::fprintf(stderr, "floor server did not start\n");
       std::exit(1);
@@ -345,7 +349,7 @@ struct Floor {
   uint16_t port() const { return server_->port(); }
 
  private:
-  std::string reply_;
+  std::shared_ptr<const std::string> reply_;
   std::unique_ptr<server::HttpServer> server_;
 };
 
@@ -469,8 +473,11 @@ std::string bind_request(int i, const std::string& node) {
 
 // A scheduling loop as kube-scheduler runs it: cycles one pod at a time
 // (filter, prioritize when >= 2 nodes pass, pick the best), binds handed to
-// a few binder threads so the next cycle starts at once.
-void end_to_end(int nodes, int pods) {
+// a few binder threads so the next cycle starts at once. `schedulers`
+// loops run at once, each with its share of the pods (two kube-scheduler
+// profiles, or an HA pair during failover), on their own connections. They
+// run in this process, beside fracpack and the test API server.
+void end_to_end(int nodes, int pods, int schedulers) {
   SyncedCluster cluster(nodes, pods, bench_config());
   fracpack::testing::FakeApiServer& api = cluster.api;
   server::Daemon& daemon = *cluster.daemon;
@@ -506,22 +513,29 @@ void end_to_end(int nodes, int pods) {
       }
     });
   }
-  RawClient client(port);
-  size_t unschedulable = 0, cycles = 0;
-  std::vector<double> cycle_ms;
+  std::atomic<size_t> unschedulable{0};
+  std::vector<std::vector<double>> cycle_ms(static_cast<size_t>(schedulers));
   const auto t0 = Clock::now();
-  for (int i = 0; i < pods; ++i) {
-    const auto s = Clock::now();
-    const std::string node = schedule_cycle(client, pending[static_cast<size_t>(i)], names);
-    if (node.empty()) ++unschedulable;
-    if (!node.empty()) {
-      std::lock_guard lock(mu);
-      binds.push_back(bind_request(i, node));
-      cv.notify_one();
-    }
-    ++cycles;
-    cycle_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+  std::vector<std::thread> loops;
+  for (int sc = 0; sc < schedulers; ++sc) {
+    loops.emplace_back([&, sc] {
+      RawClient client(port);
+      for (int i = sc; i < pods; i += schedulers) {
+        const auto s = Clock::now();
+        const std::string node = schedule_cycle(client, pending[static_cast<size_t>(i)], names);
+        if (node.empty()) ++unschedulable;
+        if (!node.empty()) {
+          std::lock_guard lock(mu);
+          binds.push_back(bind_request(i, node));
+          cv.notify_one();
+        }
+        cycle_ms[static_cast<size_t>(sc)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+      }
+    });
   }
+  for (auto& t : loops) t.join();
+  std::vector<double> all_ms;
+  for (const auto& v : cycle_ms) all_ms.insert(all_ms.end(), v.begin(), v.end());
   {
     std::lock_guard lock(mu);
     done = true;
@@ -529,10 +543,10 @@ void end_to_end(int nodes, int pods) {
   cv.notify_all();
   for (auto& t : binders) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("end-to-end %d nodes x 8 cards, %d pending pods: %.2f s, %.0f pods/s (bound %zu, bind errors %zu, unschedulable %zu), "
-              "cycle p50 %.3f ms p99 %.3f ms\n",
-              nodes, pods, wall, static_cast<double>(pods) / wall, bound.load(), bind_errors.load(), unschedulable,
-              percentile(cycle_ms, 0.5), percentile(cycle_ms, 0.99));
+  std::printf("end-to-end %d nodes x 8 cards, %d pending pods, %d scheduler(s): %.2f s, %.0f pods/s, %.0f bound/s (bound %zu, "
+              "bind refusals %zu, unschedulable %zu), cycle p50 %.3f ms p99 %.3f ms\n",
+              nodes, pods, schedulers, wall, static_cast<double>(pods) / wall, static_cast<double>(bound.load()) / wall, bound.load(),
+              bind_errors.load(), unschedulable.load(), percentile(all_ms, 0.5), percentile(all_ms, 0.99));
   const std::string diff = fracpack::testing::Cluster::wait_for(
                                [&] { return fracpack::testing::compare_ledger(api, daemon.state()).empty(); }, std::chrono::seconds(30))
                                ? ""
@@ -638,11 +652,24 @@ void slow_api(int nodes, int pods, bool pipelined, int slow_permille, int slow_m
 
 }  // namespace
 
+// "1000,5000" -> {1000, 5000}
+std::vector<int> int_list(const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(std::atoi(text.substr(start, comma - start).c_str()));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--client-mode") return client_mode(argc, argv);
   double seconds = 3;
   int clients = 4, pods = 5000;
-  std::vector<int> sizes = {1000, 5000};
+  std::vector<int> sizes = {1000, 5000}, e2e_sizes = {1000, 5000};
   bool full = true, e2e = true, lat = true, slow = false;
   int slow_nodes = 1213, slow_pods = 3000, bind_workers = 64;
   std::string slow_mode = "both";
@@ -652,18 +679,9 @@ int main(int argc, char** argv) {
     if (a == "--seconds") seconds = std::atof(v), ++i;
     else if (a == "--clients") clients = std::atoi(v), ++i;
     else if (a == "--pods") pods = std::atoi(v), ++i;
-    else if (a == "--nodes") {
-      sizes.clear();
-      const std::string p = v;
-      size_t start = 0;
-      while (start <= p.size()) {
-        const size_t comma = p.find(',', start);
-        sizes.push_back(std::atoi(p.substr(start, comma - start).c_str()));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-      ++i;
-    } else if (a == "--skip-full") full = false;
+    else if (a == "--nodes") sizes = int_list(v), ++i;
+    else if (a == "--e2e-nodes") e2e_sizes = int_list(v), ++i;
+    else if (a == "--skip-full") full = false;
     else if (a == "--only-e2e") lat = false;
     else if (a == "--skip-e2e") e2e = false;
     else if (a == "--slow-api") slow = true;
@@ -672,7 +690,7 @@ int main(int argc, char** argv) {
     else if (a == "--slow-pods") slow_pods = std::atoi(v), ++i;
     else if (a == "--slow-binds") slow_mode = v, ++i;
     else {
-      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-e2e] [--only-e2e]\n"
+      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-e2e] [--only-e2e] [--e2e-nodes 1000,5000]\n"
                            "                      [--slow-api | --only-slow-api] [--slow-pods N] [--slow-binds one|pipelined|both] [--bind-workers N]\n");
       return 2;
     }
@@ -685,7 +703,11 @@ int main(int argc, char** argv) {
                 "reply KiB", "p50 ms", "p99 ms", "floor50", "floor99", "x p50", "x p99", "req/s", "errors");
     for (int n : sizes) latency(n, clients, seconds, full);
   }
-  if (e2e) end_to_end(1000, pods);
+  if (e2e) {
+    for (int n : e2e_sizes) {
+      for (int schedulers : {1, 4}) end_to_end(n, pods, schedulers);
+    }
+  }
   if (slow) {
     if (slow_mode != "pipelined") slow_api(slow_nodes, slow_pods, /*pipelined=*/false, 200, 300, 20, bind_workers);
     if (slow_mode != "one") slow_api(slow_nodes, slow_pods, /*pipelined=*/true, 200, 300, 20, bind_workers);

@@ -46,6 +46,11 @@ std::vector<std::string> ClusterState::held_by(const std::vector<std::string_vie
   return out;
 }
 
+bool ClusterState::any_held() const {
+  std::shared_lock lock(mu_);
+  return builder_.any_held();
+}
+
 std::optional<Pod> ClusterState::pod(const std::string& uid) const {
   std::shared_lock lock(mu_);
   auto it = pods_.find(uid);

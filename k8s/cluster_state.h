@@ -204,6 +204,8 @@ class ClusterState {
   // Per node, the pod its agent's lock names (Contract::node_held_by; ""
   // none); empty when no node is held.
   std::vector<std::string> held_by(const std::vector<std::string_view>& nodes) const;
+  // Whether any node lock is held now (held_by would name someone).
+  bool any_held() const;
   const Selection& selection() const { return contract_->selection(); }
   std::chrono::milliseconds assume_ttl() const { return options_.assume_ttl; }
 

@@ -2,6 +2,7 @@
 
 #include "common/error_body.h"
 
+#include <cstring>
 #include <deque>
 #include <optional>
 
@@ -136,21 +137,37 @@ bool unescape_json(std::string_view in, std::string& out) {
   return true;
 }
 
+bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 // A list of strings as views into `body` (no copies: 5 000 node names are
 // 5 000 allocations otherwise); a string with escapes is decoded into
 // `storage`. `base` is where the parsed text starts (body's own buffer or a
-// padded copy of it).
-Status decode_name_list(od::value v, std::string_view path, std::optional<std::vector<std::string_view>>& out,
-                        std::deque<std::string>& storage, std::string_view body, const char* base, std::string_view& list_text) {
+// padded copy of it). A list that is one of `known` byte for byte is taken
+// from it, its strings left unread.
+Status decode_name_list(od::value v, std::string_view path, ExtenderArgs& args, std::string_view body, const char* base,
+                        std::span<const std::shared_ptr<const KnownNodeNames>> known, size_t blanked_at, bool& blank_confirmed) {
   Status st = Status::Ok();
   if (is_null(v, st, path)) {
-    out.reset();
+    args.node_names.reset();
     return Status::Ok();
   }
   if (!st.ok()) return st;
+  const char* open = nullptr;
+  if (v.current_location().get(open) || *open != '[') return json::type_error(path, "an array");
+  const size_t at = static_cast<size_t>(open - base);
+  for (const auto& list : known) {
+    // The document is valid JSON: an array whose bytes are a known
+    // (complete) array's is that array.
+    if (body.compare(at, list->text.size(), list->text) != 0) continue;
+    args.node_names = list->names;
+    args.node_names_text = body.substr(at, list->text.size());
+    args.known_names = list;
+    blank_confirmed = blank_confirmed || at == blanked_at;
+    return Status::Ok();  // (the array is skipped unread)
+  }
   std::vector<std::string_view> names;
   bool any_escaped = false;
-  size_t first = std::string_view::npos, last = 0;
+  size_t end = at + 1;  // just past the last string's closing quote
   Status s = json::for_each_element(v, path, [&](od::value el, size_t i) -> Status {
     if (Status cs = check_node_count(i + 1, path); !cs.ok()) return cs;
     od::raw_json_string raw;
@@ -166,8 +183,7 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
       ++q;
     }
     const std::string_view text = body.substr(static_cast<size_t>(p - base), static_cast<size_t>(q - p));
-    if (first == std::string_view::npos) first = static_cast<size_t>(p - base);
-    last = static_cast<size_t>(q - base);
+    end = static_cast<size_t>(q - base) + 1;
     auto where = [&] { return std::string(path) + "[" + std::to_string(i) + "]"; };
     if (!escaped) {
       if (text.size() > kMaxName.bytes) return check_name(text, where());
@@ -178,12 +194,15 @@ Status decode_name_list(od::value v, std::string_view path, std::optional<std::v
     std::string decoded;
     if (!unescape_json(text, decoded)) return json::type_error(where(), "a valid JSON string");
     if (Status cs = check_name(decoded, where()); !cs.ok()) return cs;
-    names.push_back(storage.emplace_back(std::move(decoded)));
+    names.push_back(args.storage.emplace_back(std::move(decoded)));
     return Status::Ok();
   });
   if (!s.ok()) return s;
-  out = std::move(names);
-  list_text = any_escaped || first == std::string_view::npos ? std::string_view() : body.substr(first, last - first);
+  args.node_names = std::move(names);
+  if (!any_escaped) {
+    while (end < body.size() && json_space(body[end])) ++end;  // to the closing bracket
+    args.node_names_text = body.substr(at, end + 1 - at);
+  }
   return Status::Ok();
 }
 
@@ -209,7 +228,7 @@ simdjson::dom::parser& validating_parser() {
 // decoder skips the others unchecked ("Junk":NaN would pass), and a full
 // Node that passes is echoed back as it came.
 template <class Fn>
-Status with_body(std::string_view body, size_t capacity, Fn fn) {
+Status with_body(std::string_view body, size_t capacity, Fn fn, size_t blank_at = 0, size_t blank_size = 0) {
   simdjson::ondemand::parser& parser = json::thread_parser();
   // A parser that grew for a very large body gives its memory back, on
   // every way out.
@@ -224,10 +243,12 @@ Status with_body(std::string_view body, size_t capacity, Fn fn) {
   // 40 MB NodeList), else a padded copy.
   std::optional<simdjson::padded_string> copy;
   simdjson::padded_string_view padded;
-  if (capacity >= body.size() + simdjson::SIMDJSON_PADDING) {
+  if (blank_size == 0 && capacity >= body.size() + simdjson::SIMDJSON_PADDING) {
     padded = simdjson::padded_string_view(body.data(), body.size(), capacity);
   } else {
     copy.emplace(body);
+    // The blanked array's inside becomes spaces: `[` ... `]`, an empty array.
+    if (blank_size >= 2) std::memset(copy->data() + blank_at + 1, ' ', blank_size - 2);
     padded = simdjson::padded_string_view(*copy);
   }
   const bool small = body.size() <= kDomValidationBytes;
@@ -256,7 +277,36 @@ Status with_body(std::string_view body, size_t capacity, Fn fn) {
 
 }  // namespace
 
-Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity) {
+std::shared_ptr<const KnownNodeNames> KnownNodeNames::copy_of(std::string_view text, const std::vector<std::string_view>& names) {
+  auto out = std::make_shared<KnownNodeNames>();
+  out->text.assign(text);
+  out->names.reserve(names.size());
+  for (std::string_view n : names) {
+    if (n.data() < text.data() || n.data() + n.size() > text.data() + text.size()) return nullptr;  // not this list's
+    out->names.emplace_back(out->text.data() + (n.data() - text.data()), n.size());
+  }
+  return out;
+}
+
+namespace {
+
+// Where a known list ends `body` (`...,"NodeNames":[...]}`: Go writes
+// ExtenderArgs' fields in order, NodeNames last), or npos.
+size_t trailing_list(std::string_view body, std::string_view list) {
+  size_t end = body.size();
+  while (end > 0 && json_space(body[end - 1])) --end;
+  if (end == 0 || body[end - 1] != '}') return std::string_view::npos;
+  --end;
+  while (end > 0 && json_space(body[end - 1])) --end;
+  if (end < list.size() + 1 || body.compare(end - list.size(), list.size(), list) != 0) return std::string_view::npos;
+  return end - list.size();
+}
+
+// One parse; with `blanked_at` (a known list's place), the JSON parsers see
+// that array emptied and `blank_confirmed` says whether NodeNames was there.
+Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selection, size_t capacity,
+                                std::span<const std::shared_ptr<const KnownNodeNames>> known, size_t blanked_at, size_t blanked_size,
+                                bool& blank_confirmed) {
   ExtenderArgs args;
   KeyMatch pod_key, nodes_key, names_key;
   Status s = with_body(body, capacity, [&](od::value root, const char* base) -> Status {
@@ -265,7 +315,7 @@ Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection&
     if (!st.ok()) return st;
     return json::for_each_field(root, "ExtenderArgs", [&](std::string_view key, od::value v) -> Status {
       if (pod_key.take(key, "Pod")) return decode_pod_value(v, "Pod", selection, args.pod);
-      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args.node_names, args.storage, body, base, args.node_names_text);
+      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args, body, base, known, blanked_at, blank_confirmed);
       if (!nodes_key.take(key, "Nodes")) return Status::Ok();
       Status nst = Status::Ok();
       if (is_null(v, nst, "Nodes")) {
@@ -301,9 +351,30 @@ Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection&
       args.nodes = std::move(nodes);
       return Status::Ok();
     });
-  });
+  }, blanked_at, blanked_size);
   if (!s.ok()) return Error{s.message()};
   return args;
+}
+
+}  // namespace
+
+Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity,
+                                         std::span<const std::shared_ptr<const KnownNodeNames>> known) {
+  // A known list at the end of the body (kube-scheduler's repeated
+  // candidates) is emptied before the JSON parsers see it: neither indexes
+  // its 5 000 strings. Sound only if NodeNames is that very array (then the
+  // body is the parsed document with one valid array for another);
+  // anything else is parsed again as sent.
+  for (const auto& list : known) {
+    const size_t at = trailing_list(body, list->text);
+    if (at == std::string_view::npos) continue;
+    bool confirmed = false;
+    auto fast = parse_args(body, selection, capacity, known, at, list->text.size(), confirmed);
+    if (fast.ok() && confirmed) return fast;
+    break;
+  }
+  bool unused = false;
+  return parse_args(body, selection, capacity, known, std::string_view::npos, 0, unused);
 }
 
 FilterReplyWriter::FilterReplyWriter(bool full_nodes, size_t expected, size_t max_bytes)
@@ -319,14 +390,24 @@ void FilterReplyWriter::charge() {
   std::string().swap(unresolvable_);
 }
 
+void FilterReplyWriter::render_pass(std::string& out, std::string_view name_or_object, bool full_nodes) {
+  if (full_nodes) {
+    out += name_or_object;
+  } else {
+    append_json_string(out, name_or_object);
+  }
+}
+
+void FilterReplyWriter::render_fail(std::string& out, std::string_view node, std::string_view reason) {
+  append_json_string(out, node);
+  out.push_back(':');
+  append_json_string_cut(out, reason, kMaxReasonBytes);
+}
+
 void FilterReplyWriter::pass(std::string_view name_or_object) {
   if (over_) return;
   if (passes_++ > 0) passed_.push_back(',');
-  if (full_nodes_) {
-    passed_ += name_or_object;
-  } else {
-    append_json_string(passed_, name_or_object);
-  }
+  render_pass(passed_, name_or_object, full_nodes_);
   charge();
 }
 
@@ -334,9 +415,22 @@ void FilterReplyWriter::fail(std::string_view node, std::string_view reason, boo
   if (over_) return;
   std::string& out = unresolvable ? unresolvable_ : failed_;
   if (!out.empty()) out.push_back(',');
-  append_json_string(out, node);
-  out.push_back(':');
-  append_json_string_cut(out, reason, kMaxReasonBytes);
+  render_fail(out, node, reason);
+  charge();
+}
+
+void FilterReplyWriter::pass_rendered(std::string_view entry) {
+  if (over_) return;
+  if (passes_++ > 0) passed_.push_back(',');
+  passed_ += entry;
+  charge();
+}
+
+void FilterReplyWriter::fail_rendered(std::string_view entry, bool unresolvable) {
+  if (over_) return;
+  std::string& out = unresolvable ? unresolvable_ : failed_;
+  if (!out.empty()) out.push_back(',');
+  out += entry;
   charge();
 }
 
@@ -370,14 +464,32 @@ std::string FilterReplyWriter::finish(std::string_view error, bool no_nodes) {
 }
 
 
+void write_score(char* at, int64_t score) {
+  at[0] = score >= 10 ? static_cast<char>('0' + score / 10) : ' ';
+  at[1] = static_cast<char>('0' + score % 10);
+}
+
+size_t append_host_priority(std::string& out, std::string_view host, int64_t score) {
+  out += "{\"Host\":";
+  append_json_string(out, host);
+  out += ",\"Score\":";
+  const size_t at = out.size();
+  if (score >= 0 && score <= 10) {
+    out += "  ";
+    write_score(out.data() + at, score);
+  } else {
+    out += std::to_string(score);
+  }
+  out.push_back('}');
+  return at;
+}
+
 std::string format_host_priorities(const std::vector<HostPriority>& list) {
   std::string out = "[";
   out.reserve(list.size() * 32 + 2);
   for (size_t i = 0; i < list.size(); ++i) {
     if (i) out.push_back(',');
-    out += "{\"Host\":";
-    append_json_string(out, list[i].host);
-    out += ",\"Score\":" + std::to_string(list[i].score) + "}";
+    append_host_priority(out, list[i].host, list[i].score);
   }
   out.push_back(']');
   return out;

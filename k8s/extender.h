@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,21 +31,37 @@ struct ExtenderNode {
   std::string_view json;  // a view into the request body
 };
 
+// A NodeNames list decoded before. kube-scheduler sends the same candidates
+// for pod after pod: a request whose list is this one byte for byte takes
+// these names whole instead of decoding 5 000 strings again.
+struct KnownNodeNames {
+  std::string text;                     // the array as it was sent, brackets included
+  std::vector<std::string_view> names;  // views into text
+  // From a request's list: `text` its array text, `names` views into it
+  // (null if one is not).
+  static std::shared_ptr<const KnownNodeNames> copy_of(std::string_view text, const std::vector<std::string_view>& names);
+};
+
 // ExtenderArgs: the body of filter and prioritize.
 struct ExtenderArgs {
   std::optional<Pod> pod;
-  std::optional<std::vector<std::string_view>> node_names;  // NodeNames (views into the body, or into storage)
-  std::optional<std::vector<ExtenderNode>> nodes;           // Nodes.items
-  std::deque<std::string> storage;                          // names that had JSON escapes, decoded
-  // The NodeNames array's text in the body (empty if a name had escapes):
-  // kube-scheduler sends the same candidate list for pod after pod.
+  // NodeNames: views into the body, into storage, or into known_names.
+  std::optional<std::vector<std::string_view>> node_names;
+  std::optional<std::vector<ExtenderNode>> nodes;  // Nodes.items
+  std::deque<std::string> storage;                 // names that had JSON escapes, decoded
+  // The NodeNames array's text in the body, brackets included (empty if a
+  // name had escapes): what a repeated candidate list is recognised by.
   std::string_view node_names_text;
+  // Set when NodeNames was one of the known lists given to the parser.
+  std::shared_ptr<const KnownNodeNames> known_names;
 };
 
 // `body` must outlive the result (names and node texts are views into it).
 // `capacity`: the size of the buffer holding `body`; with simdjson's padding
-// to spare (body.size() + 64) it is parsed in place, else copied.
-Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity = 0);
+// to spare (body.size() + 64) it is parsed in place, else copied. `known`:
+// lists to take NodeNames from when the body's is one of them.
+Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity = 0,
+                                         std::span<const std::shared_ptr<const KnownNodeNames>> known = {});
 
 // Reasons and errors in replies are cut to this many bytes (with "..."):
 // they may quote what the pod asked for, and a reply must not grow with it.
@@ -61,6 +79,12 @@ class FilterReplyWriter {
   FilterReplyWriter(bool full_nodes, size_t expected, size_t max_bytes = SIZE_MAX);
   void pass(std::string_view name_or_object);
   void fail(std::string_view node, std::string_view reason, bool unresolvable);
+  // The same, pre-rendered (a cache of answers keeps them): a passing
+  // node's entry as pass() writes it, a failing one's as fail() does.
+  static void render_pass(std::string& out, std::string_view name_or_object, bool full_nodes);
+  static void render_fail(std::string& out, std::string_view node, std::string_view reason);
+  void pass_rendered(std::string_view entry);
+  void fail_rendered(std::string_view entry, bool unresolvable);
   bool over_budget() const { return over_; }
   // `no_nodes`: neither NodeNames nor Nodes (the request had neither).
   std::string finish(std::string_view error = "", bool no_nodes = false);
@@ -80,6 +104,12 @@ struct HostPriority {
   int64_t score = 0;
 };
 std::string format_host_priorities(const std::vector<HostPriority>& list);
+// One HostPriority as format_host_priorities writes it. Scores 0..10 (all
+// an extender gives) take two characters, `"Score": 9` and `"Score":10`, so
+// a kept reply can write a changed score over in place: returns where they
+// are in `out`.
+size_t append_host_priority(std::string& out, std::string_view host, int64_t score);
+void write_score(char* at, int64_t score);  // 0..10, at the position append_host_priority returned
 
 // ExtenderBindingArgs / ExtenderBindingResult.
 struct BindingArgs {

@@ -61,6 +61,12 @@ Verdict Evaluator::evaluate_one(const PodRequest& pod, const NodeState& node) {
   return out;
 }
 
+std::optional<uint64_t> Evaluator::cache_generation() const {
+  std::lock_guard lock(mu_);
+  if (!policy_.cacheable()) return std::nullopt;
+  return policy_.generation();
+}
+
 void Evaluator::observe(const PodRequest& pod, const Ledger& cluster) {
   std::lock_guard lock(mu_);
   policy_.observe(pod, cluster);

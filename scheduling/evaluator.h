@@ -17,6 +17,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,11 @@ class Evaluator {
   // A pod arrived (Policy::observe: once per pod, placed or not), with the
   // cluster as it is (the caller holds the ledger stable, as for evaluate()).
   void observe(const PodRequest& pod, const Ledger& cluster);
+
+  // The policy's generation, or nothing when its verdicts are not cached:
+  // answers built from verdicts (the extender's filter replies) are kept
+  // only while it is the same.
+  std::optional<uint64_t> cache_generation() const;
 
   std::string_view policy_name() const { return policy_.name(); }
   const FitOptions& options() const { return options_; }

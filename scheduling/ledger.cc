@@ -285,6 +285,30 @@ std::vector<PodRecord> Ledger::expire(Clock::time_point now) {
 
 const NodeState* Ledger::node(std::string_view name) const { return by_name_.find(name); }
 
+void Ledger::touch(NodeState& node) {
+  node.version_ = next_stamp();
+  change_stamp_ = node.version_;
+  const Change c{node.version_, node.slot_};
+  if (journal_.size() < kJournal) {
+    journal_.push_back(c);
+    return;
+  }
+  journal_floor_ = journal_[journal_next_].version;
+  journal_[journal_next_] = c;
+  journal_next_ = (journal_next_ + 1) % kJournal;
+}
+
+bool Ledger::changed_since(uint64_t stamp, std::vector<uint32_t>& slots) const {
+  if (stamp < journal_floor_) return false;
+  // Newest first, back to `stamp`: a recent stamp costs only its changes.
+  for (size_t k = 0; k < journal_.size(); ++k) {
+    const size_t at = (journal_next_ + journal_.size() - 1 - k) % journal_.size();
+    if (journal_[at].version <= stamp) break;
+    slots.push_back(journal_[at].slot);
+  }
+  return true;
+}
+
 uint64_t Ledger::next_stamp() {
   static std::atomic<uint64_t> counter{0};
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;

@@ -178,6 +178,16 @@ class Ledger {
   const std::map<std::string, NodeState, std::less<>>& nodes() const { return nodes_; }
   // One more than the largest slot() in use.
   uint32_t slot_bound() const { return next_slot_; }
+  // The version the latest changed node got (0 before any change): with
+  // changed_since(), what a cache of answers over many nodes keys on to
+  // redo only the nodes that changed (the extender's filter replies).
+  uint64_t change_stamp() const { return change_stamp_; }
+  // Appends to `slots` the slot of every node changed after `stamp` (one
+  // this ledger's change_stamp() gave; a slot may repeat). False when the
+  // ledger no longer remembers that far back (kJournal changes): the
+  // caller redoes everything.
+  bool changed_since(uint64_t stamp, std::vector<uint32_t>& slots) const;
+  static constexpr size_t kJournal = 4096;
   size_t pod_count() const { return pods_.size(); }
   size_t assumed_count() const { return assumed_.size(); }
   std::vector<std::string> assumed_pods() const { return {assumed_.begin(), assumed_.end()}; }
@@ -203,7 +213,7 @@ class Ledger {
   // (a test's, a replay's, the server's) ever share one: caches keyed by
   // them cannot confuse ledgers.
   static uint64_t next_stamp();
-  void touch(NodeState& node) { node.version_ = next_stamp(); }
+  void touch(NodeState& node);
 
   std::map<std::string, NodeState, std::less<>> nodes_;
   // The same nodes by name, for the extender's thousands of lookups per
@@ -227,6 +237,16 @@ class Ledger {
   NameIndex by_name_;
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
+  // The last kJournal changes (version, slot), a ring in version order;
+  // changes at or before journal_floor_ are forgotten.
+  struct Change {
+    uint64_t version;
+    uint32_t slot;
+  };
+  std::vector<Change> journal_;
+  size_t journal_next_ = 0;  // where the next change goes once the ring is full
+  uint64_t journal_floor_ = 0;
+  uint64_t change_stamp_ = 0;
   uint64_t layout_ = next_stamp();  // changes when a node is added or dropped (see layout())
   uint64_t capacity_stamp_ = next_stamp();
   std::unordered_map<std::string, PodRecord> pods_;

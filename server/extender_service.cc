@@ -8,6 +8,7 @@
 #include "k8s/extender.h"
 #include "scheduling/model.h"
 #include "scheduling/preemption.h"
+#include "server/reply_cache.h"
 #include "server/log.h"
 
 namespace fracpack::server {
@@ -19,25 +20,6 @@ using scheduling::Verdict;
 
 HttpResponse json_response(int status, std::string body) { return HttpResponse{status, std::move(body)}; }
 HttpResponse bad_request(const std::string& message) { return json_response(400, error_body(message)); }
-
-// Counts rejections by class, then reports them once per request.
-struct RejectionTally {
-  std::map<std::string_view, double> by_class;
-  size_t passed = 0, failed = 0, unresolvable = 0;
-  void add(const Verdict& v) {
-    if (v.fits) {
-      ++passed;
-      return;
-    }
-    (v.unresolvable ? unresolvable : failed) += 1;
-    by_class[rejection_class(v.reason)] += 1;
-  }
-  void report(Metrics& m) const {
-    m.filter_outcome(passed, failed, unresolvable);
-    for (const auto& [c, n] : by_class) m.rejected(c, n);
-  }
-};
-
 
 }  // namespace
 
@@ -83,7 +65,7 @@ HttpResponse reply_too_large(size_t budget) {
 }  // namespace
 
 HttpResponse ExtenderService::filter(const std::string& body) {
-  auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity());
+  auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity(), names_.known());
   if (!args) return bad_request(args.message());
   if (!args->pod) return bad_request("ExtenderArgs: no Pod");
   const k8s::Pod& pod = *args->pod;
@@ -109,7 +91,8 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   auto req = contract_.pod_request(pod);
   if (!req) return json_response(200, reply.finish("pod " + pod.key() + ": " + req.message(), no_nodes));
 
-  RejectionTally tally;
+  FilterTally tally;
+  std::optional<FilterReplyCache::Reply> kept;  // a kept reply, when names mode answers with one
   // Verdicts are valid only while visited: each is written out at once.
   auto judge = [&](std::string_view name, std::string_view passed_text, const Verdict& v) {
     tally.add(v);
@@ -128,7 +111,11 @@ HttpResponse ExtenderService::filter(const std::string& body) {
       if (!args->node_names) return 0;  // neither list: nothing to judge
       auto& names = *args->node_names;
       std::vector<uint8_t> repeated;
-      names_.resolve(ledger, names, args->node_names_text, nodes, repeated);
+      auto list = names_.resolve(ledger, names, args->node_names_text, args->known_names, nodes, repeated);
+      if (auto generation = evaluator_.cache_generation(); list && generation) {
+        kept = replies_.answer(list, repeated, nodes, *req, ledger, evaluator_, *generation, options_.max_reply_bytes);
+        return 0;
+      }
       drop_repeated(names, repeated);
       drop_repeated(nodes, repeated);
       evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) { judge(names[i], names[i], v); });
@@ -179,13 +166,20 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     flush_projected(count);
     return 0;
   });
+  if (kept) {
+    kept->tally.report(metrics_);
+    if (!kept->body) return reply_too_large(options_.max_reply_bytes);
+    HttpResponse r;
+    r.shared_body = std::move(kept->body);
+    return r;
+  }
   tally.report(metrics_);
   if (reply.over_budget()) return reply_too_large(options_.max_reply_bytes);
   return json_response(200, reply.finish("", no_nodes));
 }
 
 HttpResponse ExtenderService::prioritize(const std::string& body) {
-  auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity());
+  auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity(), names_.known());
   if (!args) return bad_request(args.message());
   if (!args->pod) return bad_request("ExtenderArgs: no Pod");
   std::vector<std::string_view> names;
@@ -205,12 +199,22 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
     for (size_t i = 0; i < names.size(); ++i) zero[i].host = names[i];
     return json_response(200, k8s::format_host_priorities(zero));
   }
+  // Nodes ranked last below (a node lock, a bind in flight here) are
+  // per-request: a kept reply answers only when there are none.
+  const bool none_ranked_last = !state_.any_held() && !(options_.one_bind_per_node && binds_in_flight());
   std::vector<std::optional<int64_t>> raw(names.size());
+  std::shared_ptr<const std::string> kept;
   state_.read([&](const Ledger& ledger) {
     std::vector<const NodeState*> nodes(names.size());
     std::vector<uint8_t> repeated;
     if (args->node_names) {
-      names_.resolve(ledger, names, args->node_names_text, nodes, repeated);
+      // (NodeNames alone: with Nodes too, `names` is not the list as sent.)
+      auto list = names_.resolve(ledger, names, args->nodes ? std::string_view() : args->node_names_text, args->known_names, nodes, repeated);
+      auto generation = evaluator_.cache_generation();
+      if (list && generation && none_ranked_last) {
+        kept = priorities_.answer(list, repeated, nodes, *req, ledger, evaluator_, *generation);
+        return 0;
+      }
     } else {
       for (size_t i = 0; i < names.size(); ++i) nodes[i] = ledger.node(names[i]);
       repeated = NodeNameCache::repeats(names);
@@ -224,27 +228,14 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
     });
     return 0;
   });
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& r : raw) {
-    if (r) {
-      lo = std::min(lo, *r);
-      hi = std::max(hi, *r);
-    }
+  if (kept) {
+    HttpResponse r;
+    r.shared_body = std::move(kept);
+    return r;
   }
+  const std::vector<int64_t> scores = PrioritizeReplyCache::extender_scores(raw, names);
   std::vector<k8s::HostPriority> out(names.size());
-  // Among the nodes the policy scores best, the first by name (the replay's
-  // tie rule) alone gets 10 and the others 9: kube-scheduler picks at random
-  // among equal totals, and the policy's ties are meant to go to one node
-  // (pods packed onto the same nodes keep the others whole).
-  std::optional<size_t> first_best;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (raw[i] && *raw[i] == hi && (!first_best || names[i] < names[*first_best])) first_best = i;
-  }
-  for (size_t i = 0; i < names.size(); ++i) {
-    out[i].host = names[i];
-    out[i].score = raw[i] ? scheduling::extender_score(*raw[i], lo, hi) : 0;
-    if (out[i].score == 10 && first_best && i != *first_best) out[i].score = 9;
-  }
+  for (size_t i = 0; i < names.size(); ++i) out[i] = k8s::HostPriority{names[i], scores[i]};
   // A node whose agent is serving another pod's bind (HAMi's node lock)
   // takes this pod's bind only after that pod's Allocate: rank it last.
   const std::vector<std::string> held = state_.held_by(names);

@@ -22,6 +22,7 @@
 #include "k8s/cluster_state.h"
 #include "scheduling/evaluator.h"
 #include "server/binder.h"
+#include "server/reply_cache.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/node_name_cache.h"
@@ -85,6 +86,12 @@ class ExtenderService {
   ExtenderOptions options_;
   RecentPods recent_;
   NodeNameCache names_;
+  FilterReplyCache replies_;
+  PrioritizeReplyCache priorities_;
+  bool binds_in_flight() {
+    std::lock_guard lock(binding_mu_);
+    return !binding_to_.empty();
+  }
   // With one_bind_per_node: GPU binds in flight per node.
   std::mutex binding_mu_;
   std::map<std::string, int, std::less<>> binding_to_;  // looked up by string_view

@@ -492,15 +492,18 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void write(HttpResponse r) {
     release_body();  // the request is answered: its body is no longer held for it
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
+    // The body is written from where it lies (a shared reply is not copied).
+    std::shared_ptr<const std::string> body =
+        r.shared_body ? std::move(r.shared_body) : std::make_shared<const std::string>(std::move(r.body));
+    auto res = std::make_shared<http::response<http::span_body<const char>>>(static_cast<http::status>(r.status), version_);
     res->set(http::field::server, "fracpack");
     res->set(http::field::content_type, r.content_type);
     for (const auto& [k, v] : r.headers) res->set(k, v);
     res->keep_alive(keep_alive_ && !server_->draining && !closing_);
-    res->body() = std::move(r.body);
+    res->body() = boost::beast::span<const char>(body->data(), body->size());
     res->prepare_payload();
     lowest().expires_after(server_->options.write_timeout);
-    http::async_write(stream_, *res, [self = this->shared_from_this(), res](error_code ec, size_t) {
+    http::async_write(stream_, *res, [self = this->shared_from_this(), res, body](error_code ec, size_t) {
       if (ec) return self->close();
       if (!res->keep_alive()) return self->linger_ ? self->drain_then_close() : self->close();
       self->read_header();

@@ -56,6 +56,9 @@ struct HttpResponse {
       : status(status_), body(std::move(body_)), content_type(std::move(content_type_)) {}
   int status = 200;
   std::string body;
+  // When set, the body instead, written without a copy (a reply a cache
+  // keeps and answers many requests with).
+  std::shared_ptr<const std::string> shared_body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
 };

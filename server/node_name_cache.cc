@@ -5,27 +5,58 @@
 
 namespace fracpack::server {
 
-void NodeNameCache::resolve(const scheduling::Ledger& ledger, const std::vector<std::string_view>& names,
-                            std::string_view names_text, std::vector<const scheduling::NodeState*>& out,
-                            std::vector<uint8_t>& repeated) {
-  out.resize(names.size());
-  if (!names_text.empty()) {
-    std::lock_guard lock(mu_);
-    if (ledger_ == &ledger && layout_ == ledger.layout() && nodes_.size() == names.size() && text_ == names_text) {
-      std::copy(nodes_.begin(), nodes_.end(), out.begin());
-      repeated = repeated_;
-      return;
-    }
+std::vector<std::shared_ptr<const k8s::KnownNodeNames>> NodeNameCache::known() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<const k8s::KnownNodeNames>> out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_) out.push_back(e.list);
+  return out;
+}
+
+std::shared_ptr<const k8s::KnownNodeNames> NodeNameCache::resolve(const scheduling::Ledger& ledger,
+                                                                  const std::vector<std::string_view>& names,
+                                                                  std::string_view names_text,
+                                                                  const std::shared_ptr<const k8s::KnownNodeNames>& known,
+                                                                  std::vector<const scheduling::NodeState*>& out,
+                                                                  std::vector<uint8_t>& repeated) {
+  const bool keep = !names_text.empty() && names_text.size() <= kMaxListBytes;
+  std::unique_lock lock(mu_);
+  auto it = entries_.end();
+  if (known) {
+    it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.list == known; });
+  } else if (keep) {
+    it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.list->text == names_text; });
   }
+  if (it != entries_.end() && it->list->names.size() == names.size()) {
+    std::rotate(entries_.begin(), it, it + 1);  // now the most recently used
+    Entry& e = entries_.front();
+    if (e.ledger != &ledger || e.layout != ledger.layout()) {
+      e.nodes.resize(names.size());
+      for (size_t i = 0; i < names.size(); ++i) e.nodes[i] = ledger.node(names[i]);
+      e.ledger = &ledger;
+      e.layout = ledger.layout();
+    }
+    out.assign(e.nodes.begin(), e.nodes.end());
+    repeated = e.repeated;
+    return e.list;
+  }
+  lock.unlock();
+  out.resize(names.size());
   for (size_t i = 0; i < names.size(); ++i) out[i] = ledger.node(names[i]);
   repeated = repeats(names);
-  if (names_text.empty()) return;
-  std::lock_guard lock(mu_);
-  text_.assign(names_text);
-  layout_ = ledger.layout();
-  ledger_ = &ledger;
-  nodes_ = out;
-  repeated_ = repeated;
+  if (!keep) return nullptr;
+  Entry e;
+  e.list = known ? known : k8s::KnownNodeNames::copy_of(names_text, names);
+  if (!e.list) return nullptr;
+  e.ledger = &ledger;
+  e.layout = ledger.layout();
+  e.nodes = out;
+  e.repeated = repeated;
+  auto list = e.list;
+  lock.lock();
+  entries_.insert(entries_.begin(), std::move(e));
+  if (entries_.size() > kLists) entries_.pop_back();
+  return list;
 }
 
 std::vector<uint8_t> NodeNameCache::repeats(const std::vector<std::string_view>& names) {

@@ -23,7 +23,63 @@ TEST(ExtenderArgs, NodeNamesAreViewsAndTheirTextIsKept) {
   EXPECT_FALSE(a->nodes.has_value());
   ASSERT_TRUE(a->node_names.has_value());
   EXPECT_EQ(*a->node_names, (std::vector<std::string_view>{"n1", "n2"}));
-  EXPECT_EQ(a->node_names_text, R"(n1","n2)") << "the names as the body spells them: the same list, the same text";
+  EXPECT_EQ(a->node_names_text, R"(["n1","n2"])") << "the list as the body spells it: the same list, the same text";
+  EXPECT_EQ(a->known_names, nullptr);
+}
+
+TEST(ExtenderArgs, AListSentBeforeIsTakenWholeAndOnlyByteForByte) {
+  const std::string first = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":[ "n1", "n2" ] ,"Nodes":null})";
+  auto a = parse_extender_args(first, kSel);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->node_names_text, R"([ "n1", "n2" ])") << "whitespace inside the brackets is the list's";
+  std::vector<std::shared_ptr<const KnownNodeNames>> known{KnownNodeNames::copy_of(a->node_names_text, *a->node_names)};
+  ASSERT_NE(known[0], nullptr);
+  EXPECT_EQ(known[0]->names, (std::vector<std::string_view>{"n1", "n2"}));
+
+  // The same list in another body (another pod, another place): taken whole.
+  const std::string again = std::string(R"({"NodeNames":[ "n1", "n2" ],"Pod":)") + kPod + "}";
+  auto b = parse_extender_args(again, kSel, 0, known);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->known_names, known[0]);
+  EXPECT_EQ(*b->node_names, (std::vector<std::string_view>{"n1", "n2"}));
+  ASSERT_TRUE(b->pod.has_value()) << "the fields after the list are still read";
+
+  // A list that only starts like it, or differs in one byte: decoded.
+  for (const char* list : {R"([ "n1", "n2" , "n3"])", R"([ "n1", "n3" ])", R"(["n1", "n2" ])"}) {
+    const std::string other = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":)" + list + "}";
+    auto c = parse_extender_args(other, kSel, 0, known);
+    ASSERT_TRUE(c.ok()) << c.message();
+    EXPECT_EQ(c->known_names, nullptr) << list;
+    EXPECT_EQ(c->node_names_text, list) << "decoded, with its own text";
+  }
+  // At the end of the body, as kube-scheduler sends it: the parsers never
+  // see its strings; the same answer.
+  const std::string last = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":null,"NodeNames":[ "n1", "n2" ]} )";
+  auto d = parse_extender_args(last, kSel, 0, known);
+  ASSERT_TRUE(d.ok()) << d.message();
+  EXPECT_EQ(d->known_names, known[0]);
+  EXPECT_EQ(d->node_names_text, R"([ "n1", "n2" ])");
+  ASSERT_TRUE(d->pod.has_value());
+  EXPECT_EQ(d->pod->meta.uid, "u-1");
+  // The known text ending the body as another field's value: NodeNames is
+  // the one sent, decoded.
+  const std::string elsewhere = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["x"],"Other":[ "n1", "n2" ]})";
+  auto e = parse_extender_args(elsewhere, kSel, 0, known);
+  ASSERT_TRUE(e.ok()) << e.message();
+  EXPECT_EQ(*e->node_names, (std::vector<std::string_view>{"x"}));
+  EXPECT_EQ(e->known_names, nullptr);
+  // A body that is not JSON before a trailing known list: refused, naming
+  // what the parser names for it without the list.
+  const std::string broken = std::string(R"({"Pod":{"metadata":NaN},"NodeNames":[ "n1", "n2" ]})");
+  auto f = parse_extender_args(broken, kSel, 0, known);
+  auto g = parse_extender_args(broken, kSel);
+  ASSERT_FALSE(f.ok());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(f.message(), g.message());
+  // Not valid JSON after a matching list: still refused.
+  EXPECT_FALSE(parse_extender_args(std::string(R"({"NodeNames":[ "n1", "n2" ],"Pod":nul})"), kSel, 0, known).ok());
+  // A name that is not one of the text's: nothing to keep.
+  EXPECT_EQ(KnownNodeNames::copy_of(R"(["x"])", {std::string_view("elsewhere")}), nullptr);
 }
 
 TEST(ExtenderArgs, KeysMatchAsGoMatchesThem) {
@@ -140,7 +196,13 @@ TEST(FilterReply, ReasonsAreCutAndTheBudgetIsKept) {
 }
 
 TEST(HostPriorities, ABareArray) {
-  EXPECT_EQ(format_host_priorities({{"n1", 10}, {"n\"2", 0}}), R"([{"Host":"n1","Score":10},{"Host":"n\"2","Score":0}])");
+  EXPECT_EQ(format_host_priorities({{"n1", 10}, {"n\"2", 0}, {"n3", 7}, {"n4", 12}}),
+            R"([{"Host":"n1","Score":10},{"Host":"n\"2","Score": 0},{"Host":"n3","Score": 7},{"Host":"n4","Score":12}])")
+      << "0..10 in two characters (JSON allows the space), others as they are";
+  std::string one = "[";
+  const size_t at = append_host_priority(one, "n", 3);
+  write_score(one.data() + at, 10);
+  EXPECT_EQ(one, R"([{"Host":"n","Score":10})");
   EXPECT_EQ(format_host_priorities({}), "[]");
 }
 

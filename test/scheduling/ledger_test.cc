@@ -74,6 +74,43 @@ TEST(Ledger, VersionsAreNeverReusedAndSlotsAre) {
   EXPECT_TRUE(l.check_invariants().ok());
 }
 
+// The journal behind changed_since: every node changed after a stamp, and
+// an honest "too far back" once the ring has moved past it.
+TEST(Ledger, ChangedSinceNamesEveryChangedNodeOrSaysItCannot) {
+  Ledger l;
+  l.upsert_node(node("n1", 2));
+  l.upsert_node(node("n2", 2));
+  l.upsert_node(node("n3", 2));
+  const uint64_t stamp = l.change_stamp();
+  EXPECT_EQ(stamp, l.node("n3")->version());
+  std::vector<uint32_t> changed;
+  ASSERT_TRUE(l.changed_since(stamp, changed));
+  EXPECT_TRUE(changed.empty());
+
+  ASSERT_TRUE(l.assume(facts("a"), share("n2", 0, 300), kFar).ok());
+  EXPECT_TRUE(l.forget("a"));
+  ASSERT_TRUE(l.changed_since(stamp, changed));
+  EXPECT_EQ(std::set<uint32_t>(changed.begin(), changed.end()), std::set<uint32_t>{l.node("n2")->slot()});
+  changed.clear();
+  ASSERT_TRUE(l.changed_since(0, changed)) << "the ring is not full: every change is remembered";
+  EXPECT_EQ(std::set<uint32_t>(changed.begin(), changed.end()),
+            (std::set<uint32_t>{l.node("n1")->slot(), l.node("n2")->slot(), l.node("n3")->slot()}));
+
+  // Past the ring: changes at or before the oldest kept are forgotten.
+  uint64_t recent = 0;
+  for (size_t i = 0; i < Ledger::kJournal; ++i) {
+    if (i == Ledger::kJournal - 10) recent = l.change_stamp();
+    ASSERT_TRUE(l.assume(facts("b"), share("n1", 1, 100), kFar).ok());
+    ASSERT_TRUE(l.forget("b"));
+  }
+  changed.clear();
+  EXPECT_FALSE(l.changed_since(stamp, changed));
+  changed.clear();
+  ASSERT_TRUE(l.changed_since(recent, changed)) << "the latest changes are kept";
+  EXPECT_GE(changed.size(), 20u);
+  EXPECT_EQ(std::set<uint32_t>(changed.begin(), changed.end()), std::set<uint32_t>{l.node("n1")->slot()});
+}
+
 TEST(Ledger, AssumeRefusesWhatNoLongerFits) {
   Ledger l;
   l.upsert_node(node("n1", 1, 16384));
