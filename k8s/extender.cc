@@ -139,13 +139,20 @@ bool unescape_json(std::string_view in, std::string& out) {
 
 bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+// A known list the parsers see emptied, and where it is in the body.
+struct Blanked {
+  const std::shared_ptr<const KnownNodeNames>& list;  // null: none
+  size_t at = 0;
+  size_t size() const { return list ? list->text.size() : 0; }
+};
+
 // A list of strings as views into `body` (no copies: 5 000 node names are
 // 5 000 allocations otherwise); a string with escapes is decoded into
 // `storage`. `base` is where the parsed text starts (body's own buffer or a
 // padded copy of it). A list that is one of `known` byte for byte is taken
 // from it, its strings left unread.
 Status decode_name_list(od::value v, std::string_view path, ExtenderArgs& args, std::string_view body, const char* base,
-                        std::span<const std::shared_ptr<const KnownNodeNames>> known, size_t blanked_at, bool& blank_confirmed) {
+                        std::span<const std::shared_ptr<const KnownNodeNames>> known, const Blanked& blanked, bool& blank_confirmed) {
   Status st = Status::Ok();
   if (is_null(v, st, path)) {
     args.node_names.reset();
@@ -155,15 +162,20 @@ Status decode_name_list(od::value v, std::string_view path, ExtenderArgs& args, 
   const char* open = nullptr;
   if (v.current_location().get(open) || *open != '[') return json::type_error(path, "an array");
   const size_t at = static_cast<size_t>(open - base);
-  for (const auto& list : known) {
-    // The document is valid JSON: an array whose bytes are a known
-    // (complete) array's is that array.
-    if (body.compare(at, list->text.size(), list->text) != 0) continue;
+  auto take = [&](const std::shared_ptr<const KnownNodeNames>& list) {
     args.node_names = list->names;
     args.node_names_text = body.substr(at, list->text.size());
     args.known_names = list;
-    blank_confirmed = blank_confirmed || at == blanked_at;
     return Status::Ok();  // (the array is skipped unread)
+  };
+  if (blanked.list != nullptr && at == blanked.at) {  // the array emptied for the parsers: compared already
+    blank_confirmed = true;
+    return take(blanked.list);
+  }
+  for (const auto& list : known) {
+    // The document is valid JSON: an array whose bytes are a known
+    // (complete) array's is that array.
+    if (body.compare(at, list->text.size(), list->text) == 0) return take(list);
   }
   std::vector<std::string_view> names;
   bool any_escaped = false;
@@ -302,10 +314,10 @@ size_t trailing_list(std::string_view body, std::string_view list) {
   return end - list.size();
 }
 
-// One parse; with `blanked_at` (a known list's place), the JSON parsers see
-// that array emptied and `blank_confirmed` says whether NodeNames was there.
+// One parse; with `blanked` (a known list at its place), the JSON parsers
+// see that array emptied and `blank_confirmed` says whether NodeNames was it.
 Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selection, size_t capacity,
-                                std::span<const std::shared_ptr<const KnownNodeNames>> known, size_t blanked_at, size_t blanked_size,
+                                std::span<const std::shared_ptr<const KnownNodeNames>> known, const Blanked& blanked,
                                 bool& blank_confirmed) {
   ExtenderArgs args;
   KeyMatch pod_key, nodes_key, names_key;
@@ -315,7 +327,7 @@ Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selectio
     if (!st.ok()) return st;
     return json::for_each_field(root, "ExtenderArgs", [&](std::string_view key, od::value v) -> Status {
       if (pod_key.take(key, "Pod")) return decode_pod_value(v, "Pod", selection, args.pod);
-      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args, body, base, known, blanked_at, blank_confirmed);
+      if (names_key.take(key, "NodeNames")) return decode_name_list(v, "NodeNames", args, body, base, known, blanked, blank_confirmed);
       if (!nodes_key.take(key, "Nodes")) return Status::Ok();
       Status nst = Status::Ok();
       if (is_null(v, nst, "Nodes")) {
@@ -351,7 +363,7 @@ Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selectio
       args.nodes = std::move(nodes);
       return Status::Ok();
     });
-  }, blanked_at, blanked_size);
+  }, blanked.at, blanked.size());
   if (!s.ok()) return Error{s.message()};
   return args;
 }
@@ -369,12 +381,13 @@ Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection&
     const size_t at = trailing_list(body, list->text);
     if (at == std::string_view::npos) continue;
     bool confirmed = false;
-    auto fast = parse_args(body, selection, capacity, known, at, list->text.size(), confirmed);
+    auto fast = parse_args(body, selection, capacity, known, Blanked{list, at}, confirmed);
     if (fast.ok() && confirmed) return fast;
     break;
   }
+  static const std::shared_ptr<const KnownNodeNames> kNone;
   bool unused = false;
-  return parse_args(body, selection, capacity, known, std::string_view::npos, 0, unused);
+  return parse_args(body, selection, capacity, known, Blanked{kNone, 0}, unused);
 }
 
 FilterReplyWriter::FilterReplyWriter(bool full_nodes, size_t expected, size_t max_bytes)
@@ -404,34 +417,45 @@ void FilterReplyWriter::render_fail(std::string& out, std::string_view node, std
   append_json_string_cut(out, reason, kMaxReasonBytes);
 }
 
-void FilterReplyWriter::pass(std::string_view name_or_object) {
-  if (over_) return;
+std::string* FilterReplyWriter::next_passed() {
+  if (over_) return nullptr;
   if (passes_++ > 0) passed_.push_back(',');
-  render_pass(passed_, name_or_object, full_nodes_);
-  charge();
+  return &passed_;
+}
+
+std::string* FilterReplyWriter::next_failed(bool unresolvable) {
+  if (over_) return nullptr;
+  std::string& out = unresolvable ? unresolvable_ : failed_;
+  if (!out.empty()) out.push_back(',');
+  return &out;
+}
+
+void FilterReplyWriter::pass(std::string_view name_or_object) {
+  if (std::string* out = next_passed()) {
+    render_pass(*out, name_or_object, full_nodes_);
+    charge();
+  }
 }
 
 void FilterReplyWriter::fail(std::string_view node, std::string_view reason, bool unresolvable) {
-  if (over_) return;
-  std::string& out = unresolvable ? unresolvable_ : failed_;
-  if (!out.empty()) out.push_back(',');
-  render_fail(out, node, reason);
-  charge();
+  if (std::string* out = next_failed(unresolvable)) {
+    render_fail(*out, node, reason);
+    charge();
+  }
 }
 
 void FilterReplyWriter::pass_rendered(std::string_view entry) {
-  if (over_) return;
-  if (passes_++ > 0) passed_.push_back(',');
-  passed_ += entry;
-  charge();
+  if (std::string* out = next_passed()) {
+    *out += entry;
+    charge();
+  }
 }
 
 void FilterReplyWriter::fail_rendered(std::string_view entry, bool unresolvable) {
-  if (over_) return;
-  std::string& out = unresolvable ? unresolvable_ : failed_;
-  if (!out.empty()) out.push_back(',');
-  out += entry;
-  charge();
+  if (std::string* out = next_failed(unresolvable)) {
+    *out += entry;
+    charge();
+  }
 }
 
 std::string FilterReplyWriter::finish(std::string_view error, bool no_nodes) {

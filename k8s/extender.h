@@ -90,6 +90,9 @@ class FilterReplyWriter {
   std::string finish(std::string_view error = "", bool no_nodes = false);
 
  private:
+  // The part an entry goes to, after its separator; null once over budget.
+  std::string* next_passed();
+  std::string* next_failed(bool unresolvable);
   void charge();
   bool full_nodes_;
   bool over_ = false;

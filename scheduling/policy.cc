@@ -1,5 +1,7 @@
 #include "scheduling/policy.h"
 
+#include <algorithm>
+
 #include "scheduling/policies/policies.h"
 
 namespace fracpack::scheduling {
@@ -39,5 +41,27 @@ int64_t extender_score(int64_t score, int64_t min_score, int64_t max_score) {
   const auto s = static_cast<int64_t>(x * 9.0L);  // < 9 unless score == max
   return s < 0 ? 0 : (s > 9 ? 9 : s);
 }
+
+std::vector<int64_t> extender_scores(std::span<const std::optional<int64_t>> raw, std::span<const std::string_view> names) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& r : raw) {
+    if (r) {
+      lo = std::min(lo, *r);
+      hi = std::max(hi, *r);
+    }
+  }
+  std::optional<size_t> first_best;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] && *raw[i] == hi && (!first_best || names[i] < names[*first_best])) first_best = i;
+  }
+  std::vector<int64_t> out(raw.size(), 0);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (!raw[i]) continue;
+    out[i] = extender_score(*raw[i], lo, hi);
+    if (out[i] == 10 && i != *first_best) out[i] = 9;
+  }
+  return out;
+}
+
 
 }  // namespace fracpack::scheduling

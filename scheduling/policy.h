@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,5 +82,12 @@ Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const PolicyO
 // alone means kube-scheduler, adding weight x 10 x score, picks among the
 // nodes the policy itself would pick.
 int64_t extender_score(int64_t score, int64_t min_score, int64_t max_score);
+// The 0..10 scores of nodes with these raw policy scores (nullopt: the pod
+// does not fit there; it gets 0): the range mapped by extender_score, and
+// among the nodes scored best the first by name (the replay's tie rule)
+// alone gets 10, the others 9. kube-scheduler picks at random among equal
+// totals, and the policy's ties are meant to go to one node (pods packed
+// onto the same nodes keep the others whole).
+std::vector<int64_t> extender_scores(std::span<const std::optional<int64_t>> raw, std::span<const std::string_view> names);
 
 }  // namespace fracpack::scheduling

@@ -233,7 +233,7 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
     r.shared_body = std::move(kept);
     return r;
   }
-  const std::vector<int64_t> scores = PrioritizeReplyCache::extender_scores(raw, names);
+  const std::vector<int64_t> scores = scheduling::extender_scores(raw, names);
   std::vector<k8s::HostPriority> out(names.size());
   for (size_t i = 0; i < names.size(); ++i) out[i] = k8s::HostPriority{names[i], scores[i]};
   // A node whose agent is serving another pod's bind (HAMi's node lock)

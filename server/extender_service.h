@@ -5,7 +5,9 @@
 // ClusterState::assume_chosen (the cards, reserved under the write lock) ->
 // a Binder (the Binding with the contract's allocation annotations, §5.1)
 // -> the informer confirms it from the annotations, or the reservation is
-// released.
+// released. In names mode, filter and prioritize answer from replies kept
+// per candidate list and demand, redone only for the nodes that changed
+// (server/reply_cache.h; the node list itself: server/node_name_cache.h).
 //
 //   filter       ExtenderArgs -> ExtenderFilterResult
 //   prioritize   ExtenderArgs -> HostPriorityList (0..10, the best alone 10)
@@ -77,6 +79,10 @@ class ExtenderService {
   void write_record(const k8s::Pod& pod, const scheduling::Allocation& allocation, k8s::BindTarget& target) const;
   void finish_bind(Binder::Outcome o, const k8s::BindTarget& written, const std::string& who, bool reserved,
                    const std::string& reason, const Reply& reply);
+  bool binds_in_flight() {
+    std::lock_guard lock(binding_mu_);
+    return !binding_to_.empty();
+  }
 
   k8s::ClusterState& state_;
   const k8s::Contract& contract_;
@@ -88,10 +94,6 @@ class ExtenderService {
   NodeNameCache names_;
   FilterReplyCache replies_;
   PrioritizeReplyCache priorities_;
-  bool binds_in_flight() {
-    std::lock_guard lock(binding_mu_);
-    return !binding_to_.empty();
-  }
   // With one_bind_per_node: GPU binds in flight per node.
   std::mutex binding_mu_;
   std::map<std::string, int, std::less<>> binding_to_;  // looked up by string_view

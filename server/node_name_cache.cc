@@ -54,6 +54,9 @@ std::shared_ptr<const k8s::KnownNodeNames> NodeNameCache::resolve(const scheduli
   e.repeated = repeated;
   auto list = e.list;
   lock.lock();
+  // Another request may have kept the same list meanwhile: one entry each.
+  auto same = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& k) { return k.list->text == list->text; });
+  if (same != entries_.end()) entries_.erase(same);
   entries_.insert(entries_.begin(), std::move(e));
   if (entries_.size() > kLists) entries_.pop_back();
   return list;

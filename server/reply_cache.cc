@@ -10,21 +10,17 @@ namespace fracpack::server {
 using scheduling::NodeState;
 using scheduling::Verdict;
 
-void FilterTally::add(const Verdict& v, double sign) {
-  if (v.fits) {
-    passed += sign;
-    return;
-  }
-  (v.unresolvable ? unresolvable : failed) += sign;
-  by_class[rejection_class(v.reason)] += sign;
+FilterSection section_of(const Verdict& v) {
+  if (v.fits) return FilterSection::kPassed;
+  return v.unresolvable ? FilterSection::kUnresolvable : FilterSection::kFailed;
 }
 
-void FilterTally::add(uint8_t section, std::string_view rejection_class, double sign) {
-  if (section == 0) {
+void FilterTally::add(FilterSection section, std::string_view rejection_class, double sign) {
+  if (section == FilterSection::kPassed) {
     passed += sign;
     return;
   }
-  (section == 2 ? unresolvable : failed) += sign;
+  (section == FilterSection::kUnresolvable ? unresolvable : failed) += sign;
   by_class[rejection_class] += sign;
 }
 
@@ -60,15 +56,18 @@ void KeptReply::index(const scheduling::Ledger& l, uint64_t generation_now, size
   }
 }
 
-bool KeptReply::changed(const scheduling::Ledger& l, std::vector<uint32_t>& scratch, std::vector<uint32_t>& ks) const {
+bool KeptReply::changed(const scheduling::Ledger& l, std::vector<uint32_t>& scratch, std::vector<uint32_t>& ks,
+                        std::vector<const NodeState*>& redo) const {
   scratch.clear();
   ks.clear();
+  redo.clear();
   if (!l.changed_since(stamp, scratch)) return false;
   for (uint32_t slot : scratch) {
     if (slot < by_slot.size() && by_slot[slot] >= 0) ks.push_back(static_cast<uint32_t>(by_slot[slot]));
   }
   std::sort(ks.begin(), ks.end());
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  for (uint32_t k : ks) redo.push_back(nodes[k]);
   return true;
 }
 
@@ -100,11 +99,11 @@ void KeptReplies<Entry>::trim() {
 
 FilterReplyCache::Answer FilterReplyCache::answer_of(std::string_view name, const Verdict& v) {
   Answer a;
+  a.section = section_of(v);
   if (v.fits) {
     k8s::FilterReplyWriter::render_pass(a.text, name, false);
     return a;
   }
-  a.section = v.unresolvable ? kUnresolvable : kFailed;
   a.rejection_class = rejection_class(v.reason);
   k8s::FilterReplyWriter::render_fail(a.text, name, v.reason);
   return a;
@@ -115,10 +114,10 @@ void FilterReplyCache::render(Entry& e) {
   size_t text_bytes = 0;
   for (const Answer& a : e.answers) {
     text_bytes += a.text.size();
-    if (a.section == kPassed) {
+    if (a.section == FilterSection::kPassed) {
       reply.pass_rendered(a.text);
     } else {
-      reply.fail_rendered(a.text, a.section == kUnresolvable);
+      reply.fail_rendered(a.text, a.section == FilterSection::kUnresolvable);
     }
   }
   e.body = reply.over_budget() ? nullptr : std::make_shared<const std::string>(reply.finish());
@@ -133,12 +132,9 @@ FilterReplyCache::Reply FilterReplyCache::answer(const std::shared_ptr<const k8s
   const std::string demand = scheduling::demand_key(pod);
   std::lock_guard lock(mu_);
   Entry& e = entries_.find(list, demand);
-  if (e.body != nullptr && e.current(ledger, generation, max_reply_bytes) && e.changed(ledger, scratch_, ks_)) {
-    std::vector<const NodeState*> redo;
-    redo.reserve(ks_.size());
-    for (uint32_t k : ks_) redo.push_back(e.nodes[k]);
+  if (e.body != nullptr && e.current(ledger, generation, max_reply_bytes) && e.changed(ledger, scratch_, ks_, redo_)) {
     bool any = false;
-    evaluator.evaluate(pod, redo, [&](size_t j, const Verdict& v) {
+    evaluator.evaluate(pod, redo_, [&](size_t j, const Verdict& v) {
       const uint32_t k = ks_[j];
       Answer a = answer_of(e.names[k], v);
       Answer& old = e.answers[k];
@@ -178,29 +174,6 @@ ReplyCacheStats FilterReplyCache::stats() const {
 
 // --- prioritize ---
 
-std::vector<int64_t> PrioritizeReplyCache::extender_scores(std::span<const std::optional<int64_t>> raw,
-                                                           std::span<const std::string_view> names) {
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& r : raw) {
-    if (r) {
-      lo = std::min(lo, *r);
-      hi = std::max(hi, *r);
-    }
-  }
-  std::optional<size_t> first_best;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] && *raw[i] == hi && (!first_best || names[i] < names[*first_best])) first_best = i;
-  }
-  std::vector<int64_t> out(raw.size(), 0);
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (!raw[i]) continue;
-    out[i] = scheduling::extender_score(*raw[i], lo, hi);
-    if (out[i] == 10 && i != *first_best) out[i] = 9;
-  }
-  return out;
-}
-
-
 void PrioritizeReplyCache::render(Entry& e) {
   std::string out = "[";
   out.reserve(e.names.size() * 40 + 2);
@@ -222,12 +195,9 @@ std::shared_ptr<const std::string> PrioritizeReplyCache::answer(const std::share
   const std::string demand = scheduling::demand_key(pod);
   std::lock_guard lock(mu_);
   Entry& e = entries_.find(list, demand);
-  if (e.body != nullptr && e.current(ledger, generation, 0) && e.changed(ledger, scratch_, ks_)) {
-    std::vector<const NodeState*> redo;
-    redo.reserve(ks_.size());
-    for (uint32_t k : ks_) redo.push_back(e.nodes[k]);
+  if (e.body != nullptr && e.current(ledger, generation, 0) && e.changed(ledger, scratch_, ks_, redo_)) {
     bool any = false;
-    evaluator.evaluate(pod, redo, [&](size_t j, const Verdict& v) {
+    evaluator.evaluate(pod, redo_, [&](size_t j, const Verdict& v) {
       std::optional<int64_t> r;
       if (v.fits) r = v.score;
       if (r == e.raw[ks_[j]]) return;
@@ -235,7 +205,7 @@ std::shared_ptr<const std::string> PrioritizeReplyCache::answer(const std::share
       any = true;
     });
     if (any) {
-      std::vector<int64_t> scores = extender_scores(e.raw, e.names);
+      std::vector<int64_t> scores = scheduling::extender_scores(e.raw, e.names);
       // Written over in place unless a reply in flight still holds the body.
       if (e.body.use_count() > 1) e.body = std::make_shared<std::string>(*e.body);
       for (size_t k = 0; k < scores.size(); ++k) {
@@ -250,7 +220,7 @@ std::shared_ptr<const std::string> PrioritizeReplyCache::answer(const std::share
     evaluator.evaluate(pod, e.nodes, [&](size_t k, const Verdict& v) {
       if (v.fits) e.raw[k] = v.score;
     });
-    e.scores = extender_scores(e.raw, e.names);
+    e.scores = scheduling::extender_scores(e.raw, e.names);
     render(e);
     ++stats_.rebuilt;
   }

@@ -34,12 +34,16 @@
 
 namespace fracpack::server {
 
+// Where a node's answer goes in an ExtenderFilterResult.
+enum class FilterSection : uint8_t { kPassed, kFailed, kUnresolvable };
+FilterSection section_of(const scheduling::Verdict& v);
+
 // A filter's verdicts counted by outcome and rejection class, for metrics.
 struct FilterTally {
   std::map<std::string_view, double> by_class;
   double passed = 0, failed = 0, unresolvable = 0;
-  void add(const scheduling::Verdict& v, double sign = 1);
-  void add(uint8_t section, std::string_view rejection_class, double sign);
+  void add(const scheduling::Verdict& v) { add(section_of(v), v.fits ? std::string_view() : rejection_class(v.reason), 1); }
+  void add(FilterSection section, std::string_view rejection_class, double sign);
   void report(Metrics& m) const;
 };
 
@@ -60,9 +64,10 @@ struct KeptReply {
   // Indexes the list's distinct names (repeated[i]: names[i] came before).
   void index(const scheduling::Ledger& l, uint64_t generation, size_t budget, std::span<const uint8_t> repeated,
              std::span<const scheduling::NodeState* const> nodes);
-  // The answers (k) whose nodes changed since `stamp`, sorted; false when
-  // the ledger no longer knows (rebuild).
-  bool changed(const scheduling::Ledger& l, std::vector<uint32_t>& scratch, std::vector<uint32_t>& ks) const;
+  // The answers (k, sorted) whose nodes changed since `stamp`, and those
+  // nodes; false when the ledger no longer knows (rebuild).
+  bool changed(const scheduling::Ledger& l, std::vector<uint32_t>& scratch, std::vector<uint32_t>& ks,
+               std::vector<const scheduling::NodeState*>& redo) const;
 };
 
 struct ReplyCacheStats {
@@ -104,9 +109,8 @@ class FilterReplyCache {
   ReplyCacheStats stats() const;
 
  private:
-  enum Section : uint8_t { kPassed, kFailed, kUnresolvable };
   struct Answer {
-    Section section = kPassed;
+    FilterSection section = FilterSection::kPassed;
     std::string_view rejection_class;
     std::string text;
   };
@@ -121,6 +125,7 @@ class FilterReplyCache {
   mutable std::mutex mu_;
   KeptReplies<Entry> entries_;
   std::vector<uint32_t> scratch_, ks_;
+  std::vector<const scheduling::NodeState*> redo_;
   ReplyCacheStats stats_;
 };
 
@@ -132,14 +137,6 @@ class PrioritizeReplyCache {
                                             const scheduling::PodRequest& pod, const scheduling::Ledger& ledger,
                                             scheduling::Evaluator& evaluator, uint64_t generation);
   ReplyCacheStats stats() const;
-
-  // The 0..10 scores kube-scheduler gets for raw policy scores (nullopt: the
-  // pod does not fit): the range mapped onto 0..10, and among the nodes
-  // scored best the first by name (the replay's tie rule) alone gets 10,
-  // the others 9 (kube-scheduler picks at random among equal totals; the
-  // policy's ties are meant to go to one node).
-  static std::vector<int64_t> extender_scores(std::span<const std::optional<int64_t>> raw,
-                                              std::span<const std::string_view> names);
 
  private:
   struct Entry : KeptReply {
@@ -153,6 +150,7 @@ class PrioritizeReplyCache {
   mutable std::mutex mu_;
   KeptReplies<Entry> entries_;
   std::vector<uint32_t> scratch_, ks_;
+  std::vector<const scheduling::NodeState*> redo_;
   ReplyCacheStats stats_;
 };
 

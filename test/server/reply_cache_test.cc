@@ -56,14 +56,11 @@ Resolved resolve(const Ledger& ledger, const k8s::KnownNodeNames& list) {
   return r;
 }
 
-// The reply written from scratch: a fresh evaluator (nothing cached), every
-// verdict rendered as the uncached filter path renders it.
-struct Scratch {
-  std::string body;  // "" when over budget
-  FilterTally tally;
-};
-Scratch from_scratch(const Ledger& ledger, const k8s::KnownNodeNames& list, const PodRequest& req, const std::string& policy,
-                     size_t max_bytes) {
+// Each distinct listed node's verdict from a fresh evaluator (nothing
+// cached), in the list's order.
+template <class Visit>
+void fresh_verdicts(const Ledger& ledger, const k8s::KnownNodeNames& list, const PodRequest& req, const std::string& policy,
+                    Visit visit) {
   auto p = scheduling::make_policy(policy, scheduling::PolicyOptions{}).value();
   Evaluator fresh{*p, FitOptions{}};
   const Resolved r = resolve(ledger, list);
@@ -74,14 +71,25 @@ Scratch from_scratch(const Ledger& ledger, const k8s::KnownNodeNames& list, cons
     nodes.push_back(r.nodes[i]);
     names.push_back(list.names[i]);
   }
-  k8s::FilterReplyWriter w(false, nodes.size(), max_bytes);
+  fresh.evaluate(req, nodes, [&](size_t k, const Verdict& v) { visit(names[k], v); });
+}
+
+// The reply written from scratch, every verdict rendered as the uncached
+// filter path renders it.
+struct Scratch {
+  std::string body;  // "" when over budget
+  FilterTally tally;
+};
+Scratch from_scratch(const Ledger& ledger, const k8s::KnownNodeNames& list, const PodRequest& req, const std::string& policy,
+                     size_t max_bytes) {
+  k8s::FilterReplyWriter w(false, 0, max_bytes);
   Scratch out;
-  fresh.evaluate(req, nodes, [&](size_t i, const Verdict& v) {
+  fresh_verdicts(ledger, list, req, policy, [&](std::string_view name, const Verdict& v) {
     out.tally.add(v);
     if (v.fits) {
-      w.pass(names[i]);
+      w.pass(name);
     } else {
-      w.fail(names[i], v.reason, v.unresolvable);
+      w.fail(name, v.reason, v.unresolvable);
     }
   });
   if (!w.over_budget()) out.body = w.finish();
@@ -91,21 +99,13 @@ Scratch from_scratch(const Ledger& ledger, const k8s::KnownNodeNames& list, cons
 // The HostPriorityList written from scratch, as the uncached prioritize does.
 std::string priorities_from_scratch(const Ledger& ledger, const k8s::KnownNodeNames& list, const PodRequest& req,
                                     const std::string& policy) {
-  auto p = scheduling::make_policy(policy, scheduling::PolicyOptions{}).value();
-  Evaluator fresh{*p, FitOptions{}};
-  const Resolved r = resolve(ledger, list);
-  std::vector<const NodeState*> nodes;
+  std::vector<std::optional<int64_t>> raw;
   std::vector<std::string_view> names;
-  for (size_t i = 0; i < r.nodes.size(); ++i) {
-    if (r.repeated[i]) continue;
-    nodes.push_back(r.nodes[i]);
-    names.push_back(list.names[i]);
-  }
-  std::vector<std::optional<int64_t>> raw(nodes.size());
-  fresh.evaluate(req, nodes, [&](size_t i, const Verdict& v) {
-    if (v.fits) raw[i] = v.score;
+  fresh_verdicts(ledger, list, req, policy, [&](std::string_view name, const Verdict& v) {
+    names.push_back(name);
+    raw.push_back(v.fits ? std::optional<int64_t>(v.score) : std::nullopt);
   });
-  const auto scores = PrioritizeReplyCache::extender_scores(raw, names);
+  const auto scores = scheduling::extender_scores(raw, names);
   std::vector<k8s::HostPriority> out;
   for (size_t i = 0; i < names.size(); ++i) out.push_back({names[i], scores[i]});
   return k8s::format_host_priorities(out);
