@@ -123,7 +123,8 @@ std::string pod_json(const std::string& name, const std::string& uid, const Shap
 std::vector<std::string> cluster_objects(int nodes, uint64_t seed) {
   std::vector<std::string> objects;
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < nodes; ++i) objects.push_back(node_json(i));
+  // Items of a v1 List carry their kind (kube-scheduler's NodeList items do not).
+  for (int i = 0; i < nodes; ++i) objects.push_back("{\"kind\":\"Node\"," + node_json(i).substr(1));
   int pod = 0;
   for (int i = 0; i < nodes; ++i) {
     // Per card: used percent so far.
@@ -380,7 +381,7 @@ config::Config bench_config() {
   return c;
 }
 
-void latency(int nodes, int clients, double seconds, bool full) {
+void latency(int nodes, int clients, double seconds, bool names_rows, bool full) {
   fracpack::testing::Standalone s(cluster_objects(nodes, 42), bench_config());
   std::string names = "[";
   std::string items;
@@ -403,11 +404,13 @@ void latency(int nodes, int clients, double seconds, bool full) {
     }
   }
   const uint16_t port = s.daemon().port();
-  row("filter", nodes, "names", 1, seconds, port, filter_names);
-  row("filter", nodes, "names", clients, seconds, port, filter_names);
-  row("prioritize", nodes, "names", clients, seconds, port, prio_names);
-  std::printf("  (names mode, mean time inside fracpack's handler: filter %.3f ms, prioritize %.3f ms)\n",
-              handler_ms(port, "filter"), handler_ms(port, "prioritize"));
+  if (names_rows) {
+    row("filter", nodes, "names", 1, seconds, port, filter_names);
+    row("filter", nodes, "names", clients, seconds, port, filter_names);
+    row("prioritize", nodes, "names", clients, seconds, port, prio_names);
+    std::printf("  (names mode, mean time inside fracpack's handler: filter %.3f ms, prioritize %.3f ms)\n",
+                handler_ms(port, "filter"), handler_ms(port, "prioritize"));
+  }
   if (full) {
     const int c = std::min(clients, 2);
     row("filter", nodes, "full", c, seconds, port, filter_full);
@@ -670,7 +673,7 @@ int main(int argc, char** argv) {
   double seconds = 3;
   int clients = 4, pods = 5000;
   std::vector<int> sizes = {1000, 5000}, e2e_sizes = {1000, 5000};
-  bool full = true, e2e = true, lat = true, slow = false;
+  bool full = true, names_rows = true, e2e = true, lat = true, slow = false;
   int slow_nodes = 1213, slow_pods = 3000, bind_workers = 64;
   std::string slow_mode = "both";
   for (int i = 1; i < argc; ++i) {
@@ -682,6 +685,7 @@ int main(int argc, char** argv) {
     else if (a == "--nodes") sizes = int_list(v), ++i;
     else if (a == "--e2e-nodes") e2e_sizes = int_list(v), ++i;
     else if (a == "--skip-full") full = false;
+    else if (a == "--skip-names") names_rows = false;
     else if (a == "--only-e2e") lat = false;
     else if (a == "--skip-e2e") e2e = false;
     else if (a == "--slow-api") slow = true;
@@ -690,7 +694,7 @@ int main(int argc, char** argv) {
     else if (a == "--slow-pods") slow_pods = std::atoi(v), ++i;
     else if (a == "--slow-binds") slow_mode = v, ++i;
     else {
-      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-e2e] [--only-e2e] [--e2e-nodes 1000,5000]\n"
+      std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-names] [--skip-e2e] [--only-e2e] [--e2e-nodes 1000,5000]\n"
                            "                      [--slow-api | --only-slow-api] [--slow-pods N] [--slow-binds one|pipelined|both] [--bind-workers N]\n");
       return 2;
     }
@@ -701,7 +705,7 @@ int main(int argc, char** argv) {
     std::printf("(the load generator is a second process on the same cores; floor: the same HTTP server answering a pre-built reply)\n");
     std::printf("%-10s %6s %-6s %7s %9s %9s %8s %8s %8s %8s %6s %6s %8s %7s\n", "verb", "nodes", "mode", "clients", "body KiB",
                 "reply KiB", "p50 ms", "p99 ms", "floor50", "floor99", "x p50", "x p99", "req/s", "errors");
-    for (int n : sizes) latency(n, clients, seconds, full);
+    for (int n : sizes) latency(n, clients, seconds, names_rows, full);
   }
   if (e2e) {
     for (int n : e2e_sizes) {

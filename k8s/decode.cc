@@ -128,57 +128,6 @@ Status get_bool(od::value v, std::string_view path, bool& out) {
 
 }  // namespace
 
-Status validate_all(od::value v, std::string_view where) {
-  od::json_type t;
-  if (auto e = v.type().get(t)) return syntax_error(e, where);
-  switch (t) {
-    case od::json_type::object: {
-      od::object obj;
-      if (auto e = v.get_object().get(obj)) return syntax_error(e, where);
-      for (auto f : obj) {
-        od::field field;
-        std::string_view key;
-        if (auto e = std::move(f).get(field)) return syntax_error(e, where);
-        if (auto e = field.unescaped_key().get(key)) return syntax_error(e, where);
-        if (Status s = validate_all(field.value(), where); !s.ok()) return s;
-      }
-      return Status::Ok();
-    }
-    case od::json_type::array: {
-      od::array arr;
-      if (auto e = v.get_array().get(arr)) return syntax_error(e, where);
-      for (auto el : arr) {
-        od::value item;
-        if (auto e = std::move(el).get(item)) return syntax_error(e, where);
-        if (Status s = validate_all(item, where); !s.ok()) return s;
-      }
-      return Status::Ok();
-    }
-    case od::json_type::string: {
-      std::string_view s;
-      if (auto e = v.get_string().get(s)) return syntax_error(e, where);
-      return Status::Ok();
-    }
-    case od::json_type::number: {
-      od::number n;
-      if (auto e = v.get_number().get(n)) return syntax_error(e, where);
-      return Status::Ok();
-    }
-    case od::json_type::boolean: {
-      bool b = false;
-      if (auto e = v.get_bool().get(b)) return syntax_error(e, where);
-      return Status::Ok();
-    }
-    case od::json_type::null: {
-      bool null = false;
-      if (auto e = v.is_null().get(null)) return syntax_error(e, where);
-      if (!null) return syntax_error(simdjson::N_ATOM_ERROR, where);
-      return Status::Ok();
-    }
-  }
-  return syntax_error(simdjson::TAPE_ERROR, where);
-}
-
 Status get_string(od::value v, std::string_view path, std::string& out) {
   od::json_type t;
   if (auto e = v.type().get(t)) return syntax_error(e, path);

@@ -24,10 +24,13 @@
 
 namespace fracpack::k8s {
 
-// A Node sent in full (nodeCacheCapable: false): what fracpack reads of it,
-// and its text, to echo back unmodified when it passes.
+// A Node sent in full (nodeCacheCapable: false): its name, and its text, to
+// echo back unmodified when it passes. A node the ledger knows is judged
+// by the ledger's view of it (the informer's, with fail-closed cordons), so
+// only its name is read; the rest is decoded (parse_node(json)) only for a
+// node the ledger does not know.
 struct ExtenderNode {
-  Node node;
+  std::string_view name;  // metadata.name: a view into the body (or into storage, if escaped)
   std::string_view json;  // a view into the request body
 };
 
@@ -77,6 +80,9 @@ class FilterReplyWriter {
   // `max_bytes`: the reply's budget; past it, what was written is dropped
   // and over_budget() tells the caller to refuse the request instead.
   FilterReplyWriter(bool full_nodes, size_t expected, size_t max_bytes = SIZE_MAX);
+  // Room for this many bytes of passing entries (a full NodeList's objects:
+  // the reply is then written without growing).
+  void reserve(size_t bytes);
   void pass(std::string_view name_or_object);
   void fail(std::string_view node, std::string_view reason, bool unresolvable);
   // The same, pre-rendered (a cache of answers keeps them): a passing
@@ -87,6 +93,7 @@ class FilterReplyWriter {
   void fail_rendered(std::string_view entry, bool unresolvable);
   bool over_budget() const { return over_; }
   // `no_nodes`: neither NodeNames nor Nodes (the request had neither).
+  // Once: the writer is spent after it.
   std::string finish(std::string_view error = "", bool no_nodes = false);
 
  private:
@@ -98,7 +105,8 @@ class FilterReplyWriter {
   bool over_ = false;
   size_t max_bytes_;
   size_t passes_ = 0;
-  std::string passed_, failed_, unresolvable_;
+  std::string passed_;  // the reply's start, up to the passing entries
+  std::string failed_, unresolvable_;
 };
 
 // HostPriorityList: a bare array.

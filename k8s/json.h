@@ -210,10 +210,4 @@ Status get_string(od::value v, std::string_view path, std::string& out);
 // A quantity: a JSON string, or a bare number (Kubernetes accepts both); its text.
 Status get_quantity_text(od::value v, std::string_view path, std::string& out);
 
-// Reads every part of `v` (each key, string, number and atom, at any depth)
-// so that anything that is not JSON is an error: the on-demand decoders
-// skip what they do not read unchecked. Over a rewound document it needs no
-// second index and no memory beyond the parser's own.
-Status validate_all(od::value v, std::string_view where);
-
 }  // namespace fracpack::k8s::json

@@ -53,7 +53,7 @@ void drop_repeated(std::vector<T>& items, const std::vector<uint8_t>& repeated) 
 std::vector<std::string_view> names_of(const std::vector<k8s::ExtenderNode>& nodes) {
   std::vector<std::string_view> out;
   out.reserve(nodes.size());
-  for (const auto& n : nodes) out.push_back(n.node.meta.name);
+  for (const auto& n : nodes) out.push_back(n.name);
   return out;
 }
 
@@ -76,6 +76,11 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   if (!full && !gpu && args->node_names) drop_repeated(*args->node_names, NodeNameCache::repeats(*args->node_names));
   const size_t count = full ? args->nodes->size() : (args->node_names ? args->node_names->size() : 0);
   k8s::FilterReplyWriter reply(full, count, options_.max_reply_bytes);
+  if (full) {
+    size_t bytes = 0;  // the most the passing objects can take
+    for (const auto& n : *args->nodes) bytes += n.json.size() + 1;
+    reply.reserve(bytes);
+  }
   const bool no_nodes = !args->nodes && !args->node_names;
   if (!gpu) {
     // Not a fracpack pod: every node passes, untouched.
@@ -127,13 +132,21 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     // has placed there. Answers keep the request's order.
     const auto& objects = *args->nodes;
     for (size_t i = 0; i < count; ++i) {
-      const NodeState* known = ledger.node(objects[i].node.meta.name);
+      const NodeState* known = ledger.node(objects[i].name);
       nodes[i] = known != nullptr && known->present() ? known : nullptr;
     }
     std::vector<std::optional<Verdict>> projected(count);
     for (size_t i = 0; i < count; ++i) {
       if (nodes[i] != nullptr) continue;
-      auto spec = contract_.node_spec(objects[i].node);
+      // Decoded only now: a node the ledger knows needs no more than its name.
+      auto object = k8s::parse_node(objects[i].json, state_.selection());
+      if (!object) {
+        Verdict v;
+        v.reason = "Nodes.items[" + std::to_string(i) + "] cannot be read: " + object.message();
+        projected[i] = std::move(v);
+        continue;
+      }
+      auto spec = contract_.node_spec(*object);
       if (!spec) {
         Verdict v;
         v.reason = "node's GPU description cannot be read: " + spec.message();
@@ -145,7 +158,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     size_t next = 0;  // objects before `next` are answered
     auto flush_projected = [&](size_t upto) {
       for (; next < upto; ++next) {
-        if (projected[next]) judge(objects[next].node.meta.name, objects[next].json, *projected[next]);
+        if (projected[next]) judge(objects[next].name, objects[next].json, *projected[next]);
       }
     };
     std::vector<const NodeState*> batch;
@@ -160,7 +173,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     evaluator_.evaluate(*req, batch, [&](size_t k, const Verdict& v) {
       const size_t i = where[k];
       flush_projected(i);
-      judge(objects[i].node.meta.name, objects[i].json, v);
+      judge(objects[i].name, objects[i].json, v);
       next = i + 1;
     });
     flush_projected(count);
@@ -185,7 +198,7 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   std::vector<std::string_view> names;
   if (args->node_names) names = *args->node_names;
   if (args->nodes) {
-    for (const auto& n : *args->nodes) names.push_back(n.node.meta.name);
+    for (const auto& n : *args->nodes) names.push_back(n.name);
   }
   const k8s::Pod& pod = *args->pod;
   // Pods without cards are scored too (when kube-scheduler asks, i.e. no

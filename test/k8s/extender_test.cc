@@ -100,9 +100,76 @@ TEST(ExtenderArgs, FullNodesKeepTheirText) {
   ASSERT_TRUE(a.ok()) << a.message();
   ASSERT_TRUE(a->nodes.has_value());
   ASSERT_EQ(a->nodes->size(), 1u);
-  EXPECT_EQ((*a->nodes)[0].node.meta.name, "n1");
+  EXPECT_EQ((*a->nodes)[0].name, "n1");
   EXPECT_EQ((*a->nodes)[0].json, node);
   EXPECT_FALSE(a->node_names.has_value());
+}
+
+TEST(ExtenderArgs, AFullNodesNameIsReadAsDecodingWouldReadIt) {
+  // Only metadata.name is read from the text (the rest when the ledger
+  // does not know the node): it must be the name decoding finds, wherever
+  // it is, and each node's text must end where its object does. Small
+  // bodies are read by a scan of each node; large ones (over 1 MiB) by the
+  // check of the whole body, which leaves the items out of what simdjson
+  // parses: both alike.
+  struct Case {
+    std::string node, name;
+  } cases[] = {
+      {R"({"metadata":{"name":"n1"}})", "n1"},
+      {R"( {"status":{"images":[{"names":["x}\"]"]}]},"metadata":{"labels":{"name":"no"},"name":"n2"}} )", "n2"},
+      {R"({"metadata":{"name":"old"},"spec":{"metadata":{"name":"no"}},"metadata":{"uid":"u","name":"n3"}})", "n3"},
+      {R"({"meta\u0064ata":{"n\u0061me":"n\u00344"}})", "n44"},
+      {R"({"metadata":{"name":"n5","name":"n6"}, "kind" : "Node" , "x":[1,2.5e3,true,null,{}]})", "n6"},
+      {R"({"metadata":{"name":"n7"},"metadata":null,"items":[{"metadata":{"name":"no"}}]})", "n7"},
+  };
+  std::string items;
+  for (const auto& c : cases) items += (items.empty() ? "" : " ,\n") + c.node;
+  const std::string large = R"(,"Pad":")" + std::string(1100 << 10, 'x') + "\"";
+  for (const std::string& pad : {std::string(), large}) {
+    const std::string body = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[)" + items + R"(]},"NodeNames":null)" + pad + "}";
+    auto a = parse_extender_args(body, kSel);
+    ASSERT_TRUE(a.ok()) << a.message();
+    ASSERT_EQ(a->nodes->size(), std::size(cases));
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      const auto& n = (*a->nodes)[i];
+      EXPECT_EQ(n.name, cases[i].name) << pad.size();
+      const std::string trimmed = cases[i].node.substr(cases[i].node.find('{'), cases[i].node.rfind('}') + 1 - cases[i].node.find('{'));
+      EXPECT_EQ(n.json, trimmed) << pad.size();
+      auto decoded = parse_node(n.json, kSel);
+      ASSERT_TRUE(decoded.ok()) << decoded.message();
+      EXPECT_EQ(decoded->meta.name, n.name) << "the scan and the decoder agree";
+    }
+    // Errors name the item and the field.
+    for (const auto& [node, message] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"metadata":{"name":5}})", "Nodes.items[1].metadata.name: expected a string"},
+             {R"({"metadata":[]})", "Nodes.items[1].metadata: expected an object"},
+             {R"({"metadata":null})", "Nodes.items[1].metadata.name: missing"},
+             {R"({"metadata":{"name":null}})", "Nodes.items[1].metadata.name: missing"},
+             {R"({"metadata":{"name":"a"},"metadata":{"name":null}})", "Nodes.items[1].metadata.name: missing"},
+             {R"({"metadata":{"name":")" + std::string(254, 'n') + R"("}})", "Nodes.items[1].metadata.name: 254 bytes"},
+             {R"(["n1"])", "Nodes.items[1]: expected a Node object"}}) {
+      auto bad = parse_extender_args(std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n0"}},)" + node + "]}" + pad + "}", kSel);
+      ASSERT_FALSE(bad.ok()) << node;
+      EXPECT_NE(bad.message().find(message), std::string::npos) << node << ": " << bad.message();
+    }
+  }
+  // Large: items arrays the check did not watch (another spelling of the
+  // key, a second copy) are read from the parsed text, as they come.
+  const std::string twice = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"a"}}],"it\u0065ms":[{"metadata":{"name":"b"}}],"items":[{"metadata":{"name":"c"}}]})" + large + "}";
+  auto a = parse_extender_args(twice, kSel);
+  ASSERT_TRUE(a.ok()) << a.message();
+  std::vector<std::string_view> names;
+  for (const auto& n : *a->nodes) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string_view>{"a", "b", "c"}));
+  EXPECT_EQ((*a->nodes)[2].json, R"({"metadata":{"name":"c"}})");
+  // Two copies spelled alike: the last is the one left out of the parse.
+  const std::string two = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"a"}}],"items":[{"metadata":{"name":"c"}}, {"metadata":{"name":"d"}}]})" + large + "}";
+  auto b = parse_extender_args(two, kSel);
+  ASSERT_TRUE(b.ok()) << b.message();
+  names.clear();
+  for (const auto& n : *b->nodes) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string_view>{"a", "c", "d"}));
+  EXPECT_EQ((*b->nodes)[2].json, R"({"metadata":{"name":"d"}})");
 }
 
 TEST(ExtenderArgs, ErrorsNameTheField) {
