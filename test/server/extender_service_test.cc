@@ -78,6 +78,28 @@ TEST(ExtenderFilter, FullNodesModeTakesCardsFromTheObjectsAndAnswersWithNodes) {
   auto f = (*d)->filter(0, pod, nodes);
   ASSERT_TRUE(f) << f.message();
   EXPECT_EQ(f->nodes, std::vector<std::string>{"n-a100"});
+
+  // Only a node fracpack does not know is decoded beyond its name: one that
+  // cannot be read fails alone, with the item and the field named; a known
+  // node is judged by the ledger's view of it, whatever else its object says.
+  json broken = json::parse(node_object("n8", 1));
+  broken["metadata"]["labels"] = 5;
+  json known = json::parse(node_object("n2", 1));
+  known["metadata"]["labels"] = 5;
+  nodes.push_back({"n8", broken.dump()});
+  nodes.push_back({"n2", known.dump()});
+  const std::string small = gpu_pod("q", "u-q", 50);
+  auto r2 = (*d)->post(0, "filter", extender_args_json(small, nodes, false));
+  ASSERT_TRUE(r2);
+  ASSERT_EQ(r2->status, 200) << r2->body;
+  json reply2 = json::parse(r2->body);
+  const json failed = reply2["FailedNodes"];
+  ASSERT_TRUE(failed.contains("n8")) << r2->body;
+  EXPECT_NE(failed["n8"].get<std::string>().find("Nodes.items[3] cannot be read"), std::string::npos) << failed["n8"];
+  EXPECT_NE(failed["n8"].get<std::string>().find("labels"), std::string::npos) << failed["n8"];
+  bool n2_passed = false;
+  for (const auto& item : reply2["Nodes"]["items"]) n2_passed |= item["metadata"]["name"] == "n2";
+  EXPECT_TRUE(n2_passed) << r2->body;
 }
 
 TEST(ExtenderFilter, EscapedNamesAreDecodedAndRepeatedListsFollowNodeChanges) {
