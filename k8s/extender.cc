@@ -163,9 +163,9 @@ struct TextMap {
 
 // A list of strings as views into `body` (no copies: 5 000 node names are
 // 5 000 allocations otherwise); a string with escapes is decoded into
-// `storage`. `base` is where the parsed text starts (body's own buffer or a
-// padded copy of it). A list that is one of `known` byte for byte is taken
-// from it, its strings left unread.
+// `storage`. `at_body` takes positions in the parsed text (the body's own
+// buffer or a copy) to `body`. A list that is one of `known` byte for byte
+// is taken from it, its strings left unread.
 Status decode_name_list(od::value v, std::string_view path, ExtenderArgs& args, std::string_view body, const TextMap& at_body,
                         std::span<const std::shared_ptr<const KnownNodeNames>> known, const Blanked& blanked, bool& blank_confirmed) {
   Status st = Status::Ok();
@@ -298,7 +298,15 @@ Status with_body(std::string_view body, size_t capacity, Fn fn, size_t blank_at 
   } else if (large && cut != nullptr) {
     if (Status s = check_json_text(body, kWhere, cut); !s.ok()) return s;
     checked = true;
-    if (cut->seen > 0 && !cut->ambiguous && cut->end - cut->begin > 2) leave_out(cut->begin, cut->end);
+    if (cut->seen > 0 && !cut->ambiguous && !cut->too_many && cut->end - cut->begin > 2) {
+      // simdjson's stage 1 checks UTF-8 only in what it parses.
+      if (!simdjson::validate_utf8(body.data() + cut->begin, cut->end - cut->begin)) {
+        return json::syntax_error(simdjson::UTF8_ERROR, kWhere);
+      }
+      leave_out(cut->begin, cut->end);
+    } else {
+      cut->seen = 0;  // (nothing left out: every items array is read from the parsed text)
+    }
   }
   if (copy) {
     padded = simdjson::padded_string_view(*copy);
@@ -481,7 +489,7 @@ Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selectio
                                 bool& blank_confirmed) {
   ExtenderArgs args;
   KeyMatch pod_key, nodes_key, names_key;
-  WatchedArray cut{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false};
+  WatchedArray cut{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false, kMaxNodesPerRequest, false};
   Status s = with_body(body, capacity, [&](od::value root, const TextMap& at_body) -> Status {
     Status st = Status::Ok();
     if (is_null(root, st, "ExtenderArgs")) return Status::Ok();
@@ -505,6 +513,7 @@ Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selectio
         if (Status cs = check_node_count(i + 1, "Nodes.items"); !cs.ok()) return cs;
         if (body[at] != '{') return json::type_error(where(), "a Node object");
         ExtenderNode n;
+        n.item = i;
         if (found != nullptr && !found->ambiguous) {
           if (Status ns = found_node(body, *found, where, args.storage, n); !ns.ok()) return ns;
         } else if (Status ns = scan_node(body, at, where, args.storage, n); !ns.ok()) {
@@ -518,7 +527,7 @@ Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selectio
       nst = json::for_each_field(v, "Nodes", [&](std::string_view k, od::value items) -> Status {
         if (k != "items") return Status::Ok();
         const char* open = nullptr;
-        if (at_body.cut() && !items.current_location().get(open) && at_body(open) == cut.begin) {
+        if (at_body.cut() && cut.seen > 0 && !items.current_location().get(open) && at_body(open) == cut.begin) {
           // The array left out of the parsed text: its elements where the
           // check found them.
           for (size_t i = 0; i < cut.elements.size(); ++i) {
@@ -577,7 +586,9 @@ FilterReplyWriter::FilterReplyWriter(bool full_nodes, size_t expected, size_t ma
 }
 
 void FilterReplyWriter::reserve(size_t bytes) {
-  if (!over_) passed_.reserve(std::min<size_t>(bytes + 64, max_bytes_));
+  // (with room for what finish() adds when there is no error to report:
+  // the reply is then never copied to grow)
+  if (!over_) passed_.reserve(std::min<size_t>(passed_.size() + bytes + 256, max_bytes_));
 }
 
 void FilterReplyWriter::charge() {

@@ -32,6 +32,7 @@ namespace fracpack::k8s {
 struct ExtenderNode {
   std::string_view name;  // metadata.name: a view into the body (or into storage, if escaped)
   std::string_view json;  // a view into the request body
+  size_t item = 0;        // its index in Nodes.items (for messages)
 };
 
 // A NodeNames list decoded before. kube-scheduler sends the same candidates

@@ -1,5 +1,6 @@
 #include "k8s/json_check.h"
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -12,6 +13,8 @@
 namespace fracpack::k8s {
 namespace {
 
+static_assert(std::endian::native == std::endian::little, "the eight-byte string scan reads the lowest address first");
+constexpr std::string_view kTooDeep = "more than 1023 nested arrays and objects (simdjson's limit)";
 constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
 
 // High bit set in each byte of `x` that ends a plain run inside a string:
@@ -28,10 +31,9 @@ inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 inline bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-// Levels of the nesting stack: an object or an array, and whether it is
-// the watched outer object or the watched array.
-// (the watched outer object, the watched array, an object element of it,
-// and the object at the element's field_outer)
+// Levels of the nesting stack: an object or an array, or (when watching)
+// the watched outer object, the watched array, an object element of it,
+// and the object at an element's field_outer.
 constexpr char kObject = '{', kArray = '[', kWatchedObject = 'O', kWatchedArray = 'A', kElement = 'E', kFieldParent = 'F';
 inline bool is_object(char level) { return level != kArray && level != kWatchedArray; }
 
@@ -47,7 +49,11 @@ class Checker {
       if (p_ == end_) return fail("expected a value");
       const int pending = pending_;  // what the key before this value matched
       pending_ = 0;
-      const bool element = !stack_.empty() && stack_.back() == kWatchedArray;
+      bool element = !stack_.empty() && stack_.back() == kWatchedArray;
+      if (element && watch_->elements.size() == watch_->max_elements) {
+        stop_watching();
+        element = false;
+      }
       if (element) watch_->elements.push_back(WatchedElement{offset()});
       if (pending == 3 && *p_ != '{' && *p_ != 'n') watch_->elements.back().parent_not_object = true;
       if (pending == 4 && *p_ != '"') {
@@ -59,18 +65,17 @@ class Checker {
       }
       switch (*p_) {
         case '{':
-          if (stack_.size() == kMaxJsonDepth) return fail("nesting deeper than " + std::to_string(kMaxJsonDepth));
           ++p_;
           skip_space();
           if (p_ != end_ && *p_ == '}') {
             ++p_;
             break;
           }
+          if (stack_.size() + 1 >= kMaxJsonDepth) return fail(kTooDeep);
           stack_.push_back(pending == 1 ? kWatchedObject : element ? kElement : pending == 3 ? kFieldParent : kObject);
           if (!key()) return error_;
           continue;
         case '[':
-          if (stack_.size() == kMaxJsonDepth) return fail("nesting deeper than " + std::to_string(kMaxJsonDepth));
           if (pending == 2) {
             ++watch_->seen;
             watch_->begin = offset();
@@ -83,6 +88,7 @@ class Checker {
             if (pending == 2) watch_->end = offset();
             break;
           }
+          if (stack_.size() + 1 >= kMaxJsonDepth) return fail(kTooDeep);
           stack_.push_back(pending == 2 ? kWatchedArray : kArray);
           continue;
         case '"':
@@ -144,6 +150,15 @@ class Checker {
   }
 
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }
+
+  // Past max_elements: the rest is only checked (what was recorded stays,
+  // flagged too_many), so a hostile body's records stay bounded.
+  void stop_watching() {
+    watch_->too_many = true;
+    for (char& level : stack_) level = is_object(level) ? kObject : kArray;
+    watch_ = nullptr;
+    pending_ = 0;
+  }
 
   // A member's key and its colon, leaving p_ at the value (spaces skipped).
   // Notes whether the key leads to the watched array (spelled exactly).
@@ -296,7 +311,7 @@ class Checker {
     return true;
   }
 
-  Status fail(const std::string& what) {
+  Status fail(std::string_view what) {
     std::string m = "invalid JSON";
     if (!where_.empty()) m.append(" in ").append(where_);
     m.append(" at byte ").append(std::to_string(p_ - begin_)).append(": ").append(what);

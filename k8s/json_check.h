@@ -3,15 +3,19 @@
 // bytes per byte of input). The on-demand decoder reads only the fields it
 // needs and skips the rest unchecked, yet the whole body must be JSON (a
 // full Node that passes is echoed back as it came): this walks every byte
-// once, strings eight bytes at a time, and allocates only its nesting stack.
+// once, strings 32 bytes at a time (AVX2; else eight), and allocates only its
+// nesting stack (and, when watching, one record per element watched).
 //
 // What it checks: values, objects (string keys, ':' and ','), arrays,
 // strings (escapes, surrogates only in pairs as simdjson wants them, no raw
 // control characters), numbers (the grammar, not the magnitude: simdjson
 // also refuses integers past 64 bits and doubles past their range, which Go
 // accepts in a field it skips and which Go never writes), the literals, and
-// nothing but whitespace after the value. UTF-8 it leaves to simdjson's
-// stage 1, which checks it whenever the same text is parsed.
+// nothing but whitespace after the value, nesting as deep as simdjson's
+// (its limit counts non-empty arrays and objects). UTF-8 it leaves to the
+// caller: simdjson's stage 1 checks it in any text it parses, and a caller
+// that leaves part of a text out of the parse checks that part itself
+// (simdjson::validate_utf8).
 #pragma once
 
 #include <cstddef>
@@ -24,17 +28,18 @@
 
 namespace fracpack::k8s {
 
-// Nesting deeper than this is refused (simdjson's default limit too).
+// simdjson's default depth: a document holds at most kMaxJsonDepth - 1
+// non-empty arrays and objects inside one another.
 inline constexpr size_t kMaxJsonDepth = 1024;
 
 // One array the check also finds, for free, on its way: root[outer][inner]
 // (keys spelled exactly as given; one spelled with escapes is flagged as
-// ambiguous, not unescaped), with each element's
-// extent and, in an object element, the string at [field_outer][field_inner]
-// as a decoder reads it (the last of repeated keys wins; errors stick). So
-// a caller can parse the rest of a large body without the array: a full
-// NodeList's items are 99.9 % of a filter request, and their extents and
-// names are all it needs of them.
+// ambiguous, not unescaped), with each element's extent and, in an object
+// element, the string at [field_outer][field_inner] as a decoder reads it
+// (the last of repeated keys wins; errors stick). So a caller can parse the
+// rest of a large body without the array: a full NodeList's items are
+// 99.9 % of a filter request, and their extents and names are all it needs
+// of them. Past max_elements the watch stops (too_many), the check goes on.
 struct WatchedElement {
   size_t begin = 0, end = 0;  // the element's text
   enum class Field : uint8_t { kAbsent, kString, kNull } field = Field::kAbsent;
@@ -51,6 +56,8 @@ struct WatchedArray {
   size_t begin = 0, end = 0;                  // the last one: '[' to past ']'
   std::vector<WatchedElement> elements;       // its elements
   bool ambiguous = false;                     // a key at the root or in root[outer] has escapes: not watched
+  size_t max_elements = SIZE_MAX;             // set by the caller: the most elements recorded
+  bool too_many = false;                      // more than max_elements: the watch stopped
 };
 
 // OK, or "invalid JSON in <where> at byte N: <what was expected>".

@@ -142,7 +142,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
       auto object = k8s::parse_node(objects[i].json, state_.selection());
       if (!object) {
         Verdict v;
-        v.reason = "Nodes.items[" + std::to_string(i) + "] cannot be read: " + object.message();
+        v.reason = "Nodes.items[" + std::to_string(objects[i].item) + "] cannot be read: " + object.message();
         projected[i] = std::move(v);
         continue;
       }

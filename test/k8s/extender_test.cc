@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/contract/fracpack.h"
+#include "k8s/limits.h"
 
 namespace fracpack::k8s {
 namespace {
@@ -162,6 +163,24 @@ TEST(ExtenderArgs, AFullNodesNameIsReadAsDecodingWouldReadIt) {
   for (const auto& n : *a->nodes) names.push_back(n.name);
   EXPECT_EQ(names, (std::vector<std::string_view>{"a", "b", "c"}));
   EXPECT_EQ((*a->nodes)[2].json, R"({"metadata":{"name":"c"}})");
+  // UTF-8 inside the items is checked too (simdjson's stage 1 does not see
+  // them): a large body is refused as a small one is.
+  for (const std::string& pad : {std::string(), large}) {
+    const std::string bad_utf8 = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n1","labels":{"a":")" + "\xff" +
+                                 R"("}}}]})" + pad + "}";
+    auto u = parse_extender_args(bad_utf8, kSel);
+    ASSERT_FALSE(u.ok()) << pad.size();
+    EXPECT_NE(u.message().find("UTF-8"), std::string::npos) << u.message();
+  }
+  // More nodes than a request may hold (2.6 MB of them): refused, and the
+  // check's records stop at the limit.
+  {
+    std::string many;
+    for (size_t i = 0; i <= kMaxNodesPerRequest; ++i) many += i ? R"(,{"metadata":{"name":"n"}})" : R"({"metadata":{"name":"n"}})";
+    auto m = parse_extender_args(std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[)" + many + "]}}", kSel);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.message().find("more than 100000 nodes"), std::string::npos) << m.message();
+  }
   // Two copies spelled alike: the last is the one left out of the parse.
   const std::string two = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"a"}}],"items":[{"metadata":{"name":"c"}}, {"metadata":{"name":"d"}}]})" + large + "}";
   auto b = parse_extender_args(two, kSel);

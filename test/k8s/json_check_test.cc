@@ -48,7 +48,10 @@ TEST(JsonCheck, AcceptsJsonAndNamesWhereAndWhatIsWrong) {
       {"[\"abc", "unclosed string"},
       {"[1", "expected ',' or ']'"},
       {"{} {}", "at byte 3: trailing content after the value"},
-      {std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']'), "nesting deeper than 1024"},
+      // simdjson counts non-empty arrays and objects: 1 023 at most.
+      {std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']'), "more than 1023 nested"},
+      {std::string(kMaxJsonDepth, '[') + "0" + std::string(kMaxJsonDepth, ']'), "more than 1023 nested"},
+      {std::string(kMaxJsonDepth - 1, '[') + "{\"a\":1}" + std::string(kMaxJsonDepth - 1, ']'), "more than 1023 nested"},
   };
   for (const auto& c : bad) {
     const Status s = check_json_text(c.text, "the body");
@@ -57,13 +60,16 @@ TEST(JsonCheck, AcceptsJsonAndNamesWhereAndWhatIsWrong) {
     EXPECT_FALSE(dom_accepts(c.text)) << c.text;
   }
   // As deep as simdjson allows is still JSON.
-  const std::string deep = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
-  EXPECT_TRUE(check_json_text(deep, "").ok());
-  EXPECT_TRUE(dom_accepts(deep));
+  for (const std::string& deep : {std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'),
+                                  std::string(kMaxJsonDepth - 1, '[') + "0" + std::string(kMaxJsonDepth - 1, ']'),
+                                  std::string(kMaxJsonDepth - 1, '[') + "{}" + std::string(kMaxJsonDepth - 1, ']')}) {
+    EXPECT_TRUE(check_json_text(deep, "").ok()) << deep.size();
+    EXPECT_TRUE(dom_accepts(deep)) << deep.size();
+  }
 }
 
 TEST(JsonCheck, FindsTheWatchedArrayItsElementsAndTheirField) {
-  WatchedArray w{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false};
+  WatchedArray w{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false, SIZE_MAX, false};
   const std::string text =
       R"({"Pod":{"Nodes":{"items":[1]}},"Nodes":{"x":{"items":[2]},"items":[ {"metadata":{"name":"a\"b","labels":{"name":"no"}}},)"
       R"(7, {"spec":{"metadata":{"name":"no"}}}, {"metadata":{"name":"x","name":null}}, {"metadata":[]}, {"metadata":{"name":1}},)"
@@ -85,8 +91,15 @@ TEST(JsonCheck, FindsTheWatchedArrayItsElementsAndTheirField) {
   EXPECT_TRUE(w.elements[4].parent_not_object);
   EXPECT_TRUE(w.elements[5].field_not_string);
   EXPECT_TRUE(w.elements[6].ambiguous) << "a key with escapes is not compared";
+  // Past max_elements the watch stops; the check goes on to the end.
+  WatchedArray bounded{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false, 3, false};
+  ASSERT_TRUE(check_json_text(text, "", &bounded).ok());
+  EXPECT_TRUE(bounded.too_many);
+  EXPECT_EQ(bounded.elements.size(), 3u);
+  WatchedArray bounded_bad{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false, 3, false};
+  EXPECT_FALSE(check_json_text(text + " x", "", &bounded_bad).ok());
   // A watched key spelled with escapes makes the whole watch ambiguous.
-  WatchedArray escaped{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false};
+  WatchedArray escaped{"Nodes", "items", "metadata", "name", 0, 0, 0, {}, false, SIZE_MAX, false};
   ASSERT_TRUE(check_json_text(R"({"N\u006fdes":{"items":[]}})", "", &escaped).ok());
   EXPECT_TRUE(escaped.ambiguous);
 }

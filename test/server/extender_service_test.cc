@@ -86,6 +86,7 @@ TEST(ExtenderFilter, FullNodesModeTakesCardsFromTheObjectsAndAnswersWithNodes) {
   broken["metadata"]["labels"] = 5;
   json known = json::parse(node_object("n2", 1));
   known["metadata"]["labels"] = 5;
+  nodes.push_back({"n1", node_object("n1", 2)});  // a repeat, dropped: n8 is still item 4
   nodes.push_back({"n8", broken.dump()});
   nodes.push_back({"n2", known.dump()});
   const std::string small = gpu_pod("q", "u-q", 50);
@@ -95,7 +96,7 @@ TEST(ExtenderFilter, FullNodesModeTakesCardsFromTheObjectsAndAnswersWithNodes) {
   json reply2 = json::parse(r2->body);
   const json failed = reply2["FailedNodes"];
   ASSERT_TRUE(failed.contains("n8")) << r2->body;
-  EXPECT_NE(failed["n8"].get<std::string>().find("Nodes.items[3] cannot be read"), std::string::npos) << failed["n8"];
+  EXPECT_NE(failed["n8"].get<std::string>().find("Nodes.items[4] cannot be read"), std::string::npos) << failed["n8"];
   EXPECT_NE(failed["n8"].get<std::string>().find("labels"), std::string::npos) << failed["n8"];
   bool n2_passed = false;
   for (const auto& item : reply2["Nodes"]["items"]) n2_passed |= item["metadata"]["name"] == "n2";
