@@ -97,8 +97,8 @@ void KeptReplies<Entry>::trim() {
 
 // --- filter ---
 
-FilterReplyCache::Answer FilterReplyCache::answer_of(std::string_view name, const Verdict& v) {
-  Answer a;
+KeptFilterAnswer FilterReplyCache::answer_of(std::string_view name, const Verdict& v) {
+  KeptFilterAnswer a;
   a.section = section_of(v);
   if (v.fits) {
     k8s::FilterReplyWriter::render_pass(a.text, name, false);
@@ -109,10 +109,10 @@ FilterReplyCache::Answer FilterReplyCache::answer_of(std::string_view name, cons
   return a;
 }
 
-void FilterReplyCache::render(Entry& e) {
+void FilterReplyCache::render(KeptFilterReply& e) {
   k8s::FilterReplyWriter reply(false, e.answers.size(), e.budget);
   size_t text_bytes = 0;
-  for (const Answer& a : e.answers) {
+  for (const KeptFilterAnswer& a : e.answers) {
     text_bytes += a.text.size();
     if (a.section == FilterSection::kPassed) {
       reply.pass_rendered(a.text);
@@ -121,7 +121,7 @@ void FilterReplyCache::render(Entry& e) {
     }
   }
   e.body = reply.over_budget() ? nullptr : std::make_shared<const std::string>(reply.finish());
-  e.bytes = (e.body ? e.body->size() : 0) + text_bytes + e.answers.size() * (sizeof(Answer) + 32) +
+  e.bytes = (e.body ? e.body->size() : 0) + text_bytes + e.answers.size() * (sizeof(KeptFilterAnswer) + 32) +
             e.by_slot.size() * sizeof(int32_t);
 }
 
@@ -131,13 +131,13 @@ FilterReplyCache::Reply FilterReplyCache::answer(const std::shared_ptr<const k8s
                                                  scheduling::Evaluator& evaluator, uint64_t generation, size_t max_reply_bytes) {
   const std::string demand = scheduling::demand_key(pod);
   std::lock_guard lock(mu_);
-  Entry& e = entries_.find(list, demand);
-  if (e.body != nullptr && e.current(ledger, generation, max_reply_bytes) && e.changed(ledger, scratch_, ks_, redo_)) {
+  KeptFilterReply& e = entries_.find(list, demand);
+  if (refreshable(e, ledger, generation, max_reply_bytes)) {
     bool any = false;
     evaluator.evaluate(pod, redo_, [&](size_t j, const Verdict& v) {
       const uint32_t k = ks_[j];
-      Answer a = answer_of(e.names[k], v);
-      Answer& old = e.answers[k];
+      KeptFilterAnswer a = answer_of(e.names[k], v);
+      KeptFilterAnswer& old = e.answers[k];
       if (a.section == old.section && a.text == old.text) return;
       e.tally.add(old.section, old.rejection_class, -1);
       e.tally.add(a.section, a.rejection_class, 1);
@@ -148,7 +148,7 @@ FilterReplyCache::Reply FilterReplyCache::answer(const std::shared_ptr<const k8s
     ++(any ? stats_.refreshed : stats_.reused);
   } else {
     e.index(ledger, generation, max_reply_bytes, repeated, nodes);
-    e.answers.assign(e.nodes.size(), Answer{});
+    e.answers.assign(e.nodes.size(), KeptFilterAnswer{});
     e.tally = FilterTally{};
     evaluator.evaluate(pod, e.nodes, [&](size_t k, const Verdict& v) {
       e.answers[k] = answer_of(e.names[k], v);
@@ -167,14 +167,9 @@ FilterReplyCache::Reply FilterReplyCache::answer(const std::shared_ptr<const k8s
   return out;
 }
 
-ReplyCacheStats FilterReplyCache::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
-}
-
 // --- prioritize ---
 
-void PrioritizeReplyCache::render(Entry& e) {
+void PrioritizeReplyCache::render(KeptPrioritizeReply& e) {
   std::string out = "[";
   out.reserve(e.names.size() * 40 + 2);
   e.score_at.resize(e.names.size());
@@ -194,8 +189,8 @@ std::shared_ptr<const std::string> PrioritizeReplyCache::answer(const std::share
                                                                 scheduling::Evaluator& evaluator, uint64_t generation) {
   const std::string demand = scheduling::demand_key(pod);
   std::lock_guard lock(mu_);
-  Entry& e = entries_.find(list, demand);
-  if (e.body != nullptr && e.current(ledger, generation, 0) && e.changed(ledger, scratch_, ks_, redo_)) {
+  KeptPrioritizeReply& e = entries_.find(list, demand);
+  if (refreshable(e, ledger, generation, 0)) {
     bool any = false;
     evaluator.evaluate(pod, redo_, [&](size_t j, const Verdict& v) {
       std::optional<int64_t> r;
@@ -229,10 +224,4 @@ std::shared_ptr<const std::string> PrioritizeReplyCache::answer(const std::share
   entries_.trim();
   return out;
 }
-
-ReplyCacheStats PrioritizeReplyCache::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
-}
-
 }  // namespace fracpack::server

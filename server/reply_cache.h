@@ -93,7 +93,49 @@ class KeptReplies {
   std::vector<std::unique_ptr<Entry>> entries_;
 };
 
-class FilterReplyCache {
+// A node's answer in a kept filter reply, rendered.
+struct KeptFilterAnswer {
+  FilterSection section = FilterSection::kPassed;
+  std::string_view rejection_class;
+  std::string text;
+};
+struct KeptFilterReply : KeptReply {
+  std::vector<KeptFilterAnswer> answers;  // by k
+  FilterTally tally;
+  std::shared_ptr<const std::string> body;
+};
+struct KeptPrioritizeReply : KeptReply {
+  std::vector<std::optional<int64_t>> raw;  // by k: the policy's score, none if the node does not fit
+  std::vector<int64_t> scores;
+  std::vector<size_t> score_at;  // where answer k's two score characters are in body
+  std::shared_ptr<std::string> body;
+};
+
+// What both caches hold beside their entries: the lock, the buffers that
+// list changed nodes (kept, not allocated per request), the counts.
+template <class Entry>
+class KeptReplyCache {
+ public:
+  ReplyCacheStats stats() const {
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
+
+ protected:
+  // Under mu_: whether `e` is brought up to date by redoing only the nodes
+  // changed since it was answered (then listed in ks_ and redo_).
+  bool refreshable(const Entry& e, const scheduling::Ledger& l, uint64_t generation, size_t budget) {
+    return e.body != nullptr && e.current(l, generation, budget) && e.changed(l, scratch_, ks_, redo_);
+  }
+
+  mutable std::mutex mu_;
+  KeptReplies<Entry> entries_;
+  std::vector<uint32_t> scratch_, ks_;
+  std::vector<const scheduling::NodeState*> redo_;
+  ReplyCacheStats stats_;
+};
+
+class FilterReplyCache : public KeptReplyCache<KeptFilterReply> {
  public:
   struct Reply {
     std::shared_ptr<const std::string> body;  // null: the reply would exceed max_reply_bytes
@@ -106,52 +148,22 @@ class FilterReplyCache {
   Reply answer(const std::shared_ptr<const k8s::KnownNodeNames>& list, std::span<const uint8_t> repeated,
                std::span<const scheduling::NodeState* const> nodes, const scheduling::PodRequest& pod,
                const scheduling::Ledger& ledger, scheduling::Evaluator& evaluator, uint64_t generation, size_t max_reply_bytes);
-  ReplyCacheStats stats() const;
 
  private:
-  struct Answer {
-    FilterSection section = FilterSection::kPassed;
-    std::string_view rejection_class;
-    std::string text;
-  };
-  struct Entry : KeptReply {
-    std::vector<Answer> answers;
-    FilterTally tally;
-    std::shared_ptr<const std::string> body;
-  };
-  static Answer answer_of(std::string_view name, const scheduling::Verdict& v);
-  static void render(Entry& e);
-
-  mutable std::mutex mu_;
-  KeptReplies<Entry> entries_;
-  std::vector<uint32_t> scratch_, ks_;
-  std::vector<const scheduling::NodeState*> redo_;
-  ReplyCacheStats stats_;
+  static KeptFilterAnswer answer_of(std::string_view name, const scheduling::Verdict& v);
+  static void render(KeptFilterReply& e);
 };
 
-class PrioritizeReplyCache {
+class PrioritizeReplyCache : public KeptReplyCache<KeptPrioritizeReply> {
  public:
   // The HostPriorityList for `pod` over `list` (as for FilterReplyCache).
   std::shared_ptr<const std::string> answer(const std::shared_ptr<const k8s::KnownNodeNames>& list,
                                             std::span<const uint8_t> repeated, std::span<const scheduling::NodeState* const> nodes,
                                             const scheduling::PodRequest& pod, const scheduling::Ledger& ledger,
                                             scheduling::Evaluator& evaluator, uint64_t generation);
-  ReplyCacheStats stats() const;
 
  private:
-  struct Entry : KeptReply {
-    std::vector<std::optional<int64_t>> raw;
-    std::vector<int64_t> scores;
-    std::vector<size_t> score_at;  // where answer k's two score characters are in body
-    std::shared_ptr<std::string> body;
-  };
-  static void render(Entry& e);
-
-  mutable std::mutex mu_;
-  KeptReplies<Entry> entries_;
-  std::vector<uint32_t> scratch_, ks_;
-  std::vector<const scheduling::NodeState*> redo_;
-  ReplyCacheStats stats_;
+  static void render(KeptPrioritizeReply& e);
 };
 
 }  // namespace fracpack::server

@@ -193,22 +193,36 @@ TEST_P(FilterReplyCacheTest, KeptRepliesAreTheRepliesWrittenFromScratch) {
 
 // A reply being written (a holder outside the cache) is never changed under
 // it: the kept body is copied before a score is written over.
-TEST(PrioritizeReplyCache, RepliesInFlightAreNotWrittenOver) {
-  auto policy = scheduling::make_policy("bestfit", scheduling::PolicyOptions{}).value();
+// A bestfit evaluator over a ledger of two 2-card nodes, and their list.
+struct TwoNodes {
+  std::unique_ptr<scheduling::Policy> policy = scheduling::make_policy("bestfit", scheduling::PolicyOptions{}).value();
   Evaluator evaluator{*policy, FitOptions{}};
   Ledger ledger;
-  ledger.upsert_node(node("n1", 2));
-  ledger.upsert_node(node("n2", 2));
-  const auto list = list_of({"n1", "n2"});
+  std::shared_ptr<const k8s::KnownNodeNames> list = list_of({"n1", "n2"});
+  TwoNodes() {
+    ledger.upsert_node(node("n1", 2));
+    ledger.upsert_node(node("n2", 2));
+  }
+  // Pod d/x assumed on n2's card `card`, half its compute.
+  bool assume_x_on_n2(int card) {
+    Allocation a;
+    a.node = "n2";
+    a.containers.push_back(ContainerAllocation{"m", false, {CardShare{card, "", 0, 500}}});
+    return ledger.assume(PodFacts{"x", "d/x", 0, 0}, a, scheduling::Clock::time_point::max()).ok();
+  }
+};
+
+TEST(PrioritizeReplyCache, RepliesInFlightAreNotWrittenOver) {
+  TwoNodes t;
+  Evaluator& evaluator = t.evaluator;  // (references, not a structured binding: clang 14 cannot capture one)
+  Ledger& ledger = t.ledger;
+  const auto& list = t.list;
   const PodRequest req = pod("p", 1, 500);
   PrioritizeReplyCache cache;
   const Resolved r = resolve(ledger, *list);
   auto first = cache.answer(list, r.repeated, r.nodes, req, ledger, evaluator, 0);
   const std::string before = *first;
-  Allocation a;
-  a.node = "n2";
-  a.containers.push_back(ContainerAllocation{"m", false, {CardShare{0, "", 0, 500}}});
-  ASSERT_TRUE(ledger.assume(PodFacts{"x", "d/x", 0, 0}, a, scheduling::Clock::time_point::max()).ok());
+  ASSERT_TRUE(t.assume_x_on_n2(0));
   auto second = cache.answer(list, r.repeated, r.nodes, req, ledger, evaluator, 0);
   EXPECT_EQ(*first, before) << "the reply held elsewhere is unchanged";
   EXPECT_NE(*second, before) << "bestfit now prefers n2 (fuller)";
@@ -219,12 +233,10 @@ TEST(PrioritizeReplyCache, RepliesInFlightAreNotWrittenOver) {
 INSTANTIATE_TEST_SUITE_P(Policies, FilterReplyCacheTest, ::testing::Values("bestfit", "fracpack"));
 
 TEST(FilterReplyCache, TooManyChangesOrAnotherPolicyGenerationRebuild) {
-  auto policy = scheduling::make_policy("bestfit", scheduling::PolicyOptions{}).value();
-  Evaluator evaluator{*policy, FitOptions{}};
-  Ledger ledger;
-  ledger.upsert_node(node("n1", 2));
-  ledger.upsert_node(node("n2", 2));
-  const auto list = list_of({"n1", "n2"});
+  TwoNodes t;
+  Evaluator& evaluator = t.evaluator;  // (references, not a structured binding: clang 14 cannot capture one)
+  Ledger& ledger = t.ledger;
+  const auto& list = t.list;
   const PodRequest req = pod("p", 1, 600);
   FilterReplyCache cache;
   auto ask = [&](uint64_t generation) {
@@ -237,10 +249,7 @@ TEST(FilterReplyCache, TooManyChangesOrAnotherPolicyGenerationRebuild) {
   EXPECT_EQ(cache.stats().reused, 1u);
   // More changes than the ledger remembers: everything is redone.
   for (size_t i = 0; i <= Ledger::kJournal; ++i) {
-    Allocation a;
-    a.node = "n2";
-    a.containers.push_back(ContainerAllocation{"m", false, {CardShare{1, "", 0, 500}}});
-    ASSERT_TRUE(ledger.assume(PodFacts{"x", "d/x", 0, 0}, a, scheduling::Clock::time_point::max()).ok());
+    ASSERT_TRUE(t.assume_x_on_n2(1));
     ASSERT_TRUE(ledger.forget("x"));
   }
   ask(0);
