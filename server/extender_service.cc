@@ -75,15 +75,21 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   if (full) drop_repeated(*args->nodes, NodeNameCache::repeats(names_of(*args->nodes)));
   if (!full && !gpu && args->node_names) drop_repeated(*args->node_names, NodeNameCache::repeats(*args->node_names));
   const size_t count = full ? args->nodes->size() : (args->node_names ? args->node_names->size() : 0);
-  k8s::FilterReplyWriter reply(full, count, options_.max_reply_bytes);
-  if (full) {
-    size_t bytes = 0;  // the most the passing objects can take
-    for (const auto& n : *args->nodes) bytes += n.json.size() + 1;
+  // Room is reserved by the paths that write every node: a names-mode
+  // request answered from a kept reply writes none.
+  k8s::FilterReplyWriter reply(full, 0, options_.max_reply_bytes);
+  auto reserve_for_all = [&] {
+    size_t bytes = count * 24;  // a name and its separator, about
+    if (full) {
+      bytes = 0;  // the most the passing objects can take
+      for (const auto& n : *args->nodes) bytes += n.json.size() + 1;
+    }
     reply.reserve(bytes);
-  }
+  };
   const bool no_nodes = !args->nodes && !args->node_names;
   if (!gpu) {
     // Not a fracpack pod: every node passes, untouched.
+    reserve_for_all();
     if (full) {
       for (const auto& n : *args->nodes) reply.pass(n.json);
     } else if (args->node_names) {
@@ -123,6 +129,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
       }
       drop_repeated(names, repeated);
       drop_repeated(nodes, repeated);
+      reserve_for_all();
       evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) { judge(names[i], names[i], v); });
       return 0;
     }
@@ -131,6 +138,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
     // batch; otherwise the cards the object describes, with what the ledger
     // has placed there. Answers keep the request's order.
     const auto& objects = *args->nodes;
+    reserve_for_all();
     for (size_t i = 0; i < count; ++i) {
       const NodeState* known = ledger.node(objects[i].name);
       nodes[i] = known != nullptr && known->present() ? known : nullptr;
