@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/file_io.h"
+#include "common/time.h"
 #include "scheduling/policy.h"
 #include "scheduling/quantity.h"
 
@@ -94,6 +95,28 @@ auto string_field(std::string& out) {
     auto s = scalar(v, w, "a string");
     if (!s) return Error{s.message()};
     out = *s;
+    return Status::Ok();
+  };
+}
+
+// A YAML sequence of strings (or one string, a list of one).
+auto string_list_field(std::vector<std::string>& out) {
+  return [&out](const YAML::Node& v, const Where& w) -> Status {
+    std::vector<std::string> items;
+    if (v.IsScalar()) {
+      items.push_back(v.Scalar());
+    } else if (v.IsSequence()) {
+      for (const auto& item : v) {
+        if (!item.IsScalar()) return w.error("expected a list of strings");
+        items.push_back(item.Scalar());
+      }
+    } else {
+      return w.error("expected a list of strings");
+    }
+    for (const auto& item : items) {
+      if (item.empty()) return w.error("an empty string in the list");
+    }
+    out = std::move(items);
     return Status::Ok();
   };
 }
@@ -226,9 +249,34 @@ Result<std::pair<std::string, uint16_t>> parse_listen(std::string_view text) {
   return std::pair<std::string, uint16_t>{host, static_cast<uint16_t>(p)};
 }
 
+bool loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 Status validate(const Config& c) {
   if (auto contract = k8s::make_contract(c.contract); !contract) return Error{"contract.profile: " + contract.message()};
-  if (auto l = parse_listen(c.listen); !l) return Error{"listen: " + l.message()};
+  auto listen = parse_listen(c.listen);
+  if (!listen) return Error{"listen: " + listen.message()};
+  // Whoever reaches the verbs may bind pods with fracpack's rights.
+  if (!loopback_host(listen->first) && c.tls.client_ca_file.empty() && !c.security.allow_unauthenticated_listen) {
+    return Error{"listen: \"" + c.listen +
+                 "\" is reachable from other hosts and its clients are not authenticated: anyone who reaches it could bind pods "
+                 "with fracpack's rights. Listen on loopback (kube-scheduler runs beside fracpack), require client certificates "
+                 "(tls.clientCaFile), or set security.allowUnauthenticatedListen: true"};
+  }
+  if (c.scheduler_names.empty()) return Error{"schedulerNames: must name at least one scheduler"};
+  if (c.security.records != "signed" && c.security.records != "unsigned") {
+    return Error{"security.records: expected signed or unsigned, got \"" + c.security.records + "\""};
+  }
+  if (!c.security.unsigned_before.empty() && !parse_rfc3339(c.security.unsigned_before)) {
+    return Error{"security.unsignedBefore: \"" + c.security.unsigned_before + "\" is not an RFC 3339 time like 2026-11-26T00:00:00Z"};
+  }
+  if (!c.admission.listen.empty()) {
+    if (auto a = parse_listen(c.admission.listen); !a) return Error{"admission.listen: " + a.message()};
+    if (c.admission.cert_file.empty() || c.admission.key_file.empty()) {
+      return Error{"admission.listen: needs admission.certFile and admission.keyFile (the API server calls webhooks over TLS only)"};
+    }
+  }
   if (!c.metrics_listen.empty()) {
     auto m = parse_listen(c.metrics_listen);
     if (!m) return Error{"metricsListen: " + m.message()};
@@ -318,6 +366,24 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += top.field("metricsListen", string_field(c.metrics_listen));
   err += top.field("ioThreads", int_field(c.io_threads, 1, 64));
   err += top.field("bindWorkers", int_field(c.bind_workers, 1, 256));
+  err += top.field("schedulerNames", string_list_field(c.scheduler_names));
+
+  Section security = top.sub("security");
+  err += security.check_is_map();
+  err += security.field("records", string_field(c.security.records));
+  err += security.field("signingKey", string_field(c.security.signing_key));
+  err += security.field("verifyKeys", string_list_field(c.security.verify_keys));
+  err += security.field("unsignedBefore", string_field(c.security.unsigned_before));
+  err += security.field("allowUnauthenticatedListen", bool_field(c.security.allow_unauthenticated_listen));
+  err += security.finish();
+
+  Section admission = top.sub("admission");
+  err += admission.check_is_map();
+  err += admission.field("listen", string_field(c.admission.listen));
+  err += admission.field("certFile", string_field(c.admission.cert_file));
+  err += admission.field("keyFile", string_field(c.admission.key_file));
+  err += admission.field("recordWriters", string_list_field(c.admission.record_writers));
+  err += admission.finish();
 
   Section tls = top.sub("tls");
   err += tls.check_is_map();

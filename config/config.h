@@ -92,8 +92,43 @@ struct NodeAgentConfig {
   bool operator==(const NodeAgentConfig&) const = default;
 };
 
+// Tenant safety (README "Security model"): who may write what, and what
+// each layer checks.
+struct SecurityConfig {
+  // "signed": the extender signs every allocation record (signing_key); it
+  // and the node agents charge and serve only records that verify with
+  // verify_keys (k8s/record_signature.h). "unsigned": records are taken as
+  // written — any user who may patch a pod can forge one; only where
+  // admission control stops users writing them.
+  std::string records = "signed";
+  std::string signing_key;               // Ed25519 private key, PEM (the extender)
+  std::vector<std::string> verify_keys;  // public keys: PEM files or folders of them
+  // RFC 3339: pods created before this may carry unsigned records (the
+  // records of a live switch from an older fracpack or from a peer's
+  // scheduler). "" none.
+  std::string unsigned_before;
+  // A `listen` other than loopback serves bind to anyone who reaches it:
+  // refused unless clients must show a certificate (tls.clientCaFile) or
+  // this is set.
+  bool allow_unauthenticated_listen = false;
+  bool operator==(const SecurityConfig&) const = default;
+};
+
+// The validating admission webhook (k8s/admission.h), served over TLS on
+// its own listener.
+struct AdmissionConfig {
+  std::string listen;  // "" off; e.g. ":9443"
+  std::string cert_file;
+  std::string key_file;
+  // Users who may write the record's annotations (the extender's service
+  // account writes them through pods/binding; a peer's device plugin
+  // rewrites its own).
+  std::vector<std::string> record_writers = {"system:serviceaccount:fracpack-system:fracpack"};
+  bool operator==(const AdmissionConfig&) const = default;
+};
+
 struct Config {
-  std::string listen = "0.0.0.0:8888";
+  std::string listen = "127.0.0.1:8888";
   std::string url_prefix = "/";  // the verbs are served under it: <prefix>filter, ...
   // A second, plain-HTTP listener serving only /healthz, /readyz, /metrics
   // and /version ("" = none): the verbs stay on a loopback `listen` while
@@ -107,8 +142,13 @@ struct Config {
   PolicyConfig policy;
   WorkloadConfig workload;
   LogConfig log;
+  // The schedulerName(s) of the pods fracpack places: it binds, and its node
+  // agent serves, no other pod.
+  std::vector<std::string> scheduler_names = {"fracpack"};
   k8s::ContractConfig contract;  // "contract:" in the file: the profile, its names and options
   NodeAgentConfig node_agent;    // "nodeAgent:"
+  SecurityConfig security;
+  AdmissionConfig admission;
   bool operator==(const Config&) const = default;
 };
 
@@ -121,6 +161,9 @@ std::vector<std::string> config_keys();
 
 // Checks what a parse cannot (relations between keys); parse_config calls it.
 Status validate(const Config& c);
+
+// Whether a listen host is loopback only ("127.x.y.z", "::1", "localhost").
+bool loopback_host(const std::string& host);
 
 // "10s", "1m30s", "250ms", "1.5h" (Go's time.ParseDuration, non-negative).
 Result<milliseconds> parse_duration(std::string_view text);

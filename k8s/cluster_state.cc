@@ -28,7 +28,8 @@ std::shared_ptr<const Contract> contract_or_default(std::shared_ptr<const Contra
 ClusterState::ClusterState(SyncOptions options)
     : options_(std::move(options)),
       contract_(contract_or_default(options_.contract)),
-      builder_(*contract_, [this](std::string object, std::string message) { problem_locked(std::move(object), std::move(message)); }) {
+      builder_(*contract_, [this](std::string object, std::string message) { problem_locked(std::move(object), std::move(message)); },
+               options_.trust, options_.on_record_report) {
   if (options_.on_node_left_alone) builder_.on_left_alone(options_.on_node_left_alone);
 }
 
@@ -271,7 +272,15 @@ SyncCounters ClusterState::counters() const {
   c.malformed_nodes += l.malformed_nodes;
   c.inferred_allocations = l.inferred_allocations;
   c.overcommit_reports = l.overcommit_reports;
+  c.rejected_records = l.rejected_records;
+  c.changed_records = l.changed_records;
+  c.ignored_records = l.ignored_records;
   return c;
+}
+
+std::map<std::string, int> ClusterState::records_by_key() const {
+  std::shared_lock lock(mu_);
+  return builder_.records_by_key();
 }
 
 std::vector<SyncProblem> ClusterState::problems() const {

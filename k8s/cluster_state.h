@@ -64,6 +64,11 @@ struct SyncOptions {
   // alone because another profile's node agent registered it ("" reason:
   // no longer); the daemon logs it.
   std::function<void(const std::string& node, const std::string& reason)> on_node_left_alone;
+  // How bound pods' records are trusted (k8s/record_signature.h; default:
+  // as written), and where what the ledger says of a pod's record goes
+  // (called under the state's lock; the daemon posts an Event on the pod).
+  RecordTrust trust;
+  LedgerBuilder::RecordSink on_record_report;
 };
 
 struct SyncCounters {
@@ -79,6 +84,9 @@ struct SyncCounters {
   uint64_t reconciled_assumptions = 0; // assumed binds resolved by a consistent list or a GET
   uint64_t stale_events = 0;           // events about pods already proven gone (ignored)
   uint64_t fence_caught_up = 0;        // bound pods a bind's fence read before the watch delivered them
+  uint64_t rejected_records = 0;       // allocation records not fracpack's, or holding more than asked
+  uint64_t changed_records = 0;        // records changed after their pod was charged (charge kept)
+  uint64_t ignored_records = 0;        // records on pods that ask no GPU
 };
 
 // One problem kept for /debug and the logs.
@@ -194,6 +202,8 @@ class ClusterState {
   std::vector<OverCommittedCard> overcommitted() const;
 
   SyncCounters counters() const;
+  // Bound pods by the key id that signed their record (LedgerBuilder::records_by_key).
+  std::map<std::string, int> records_by_key() const;
   std::vector<SyncProblem> problems() const;  // the latest problems, newest last
   // The current nodes and pods as a v1 List (replayable with `replay snapshot`).
   std::string snapshot_json() const;

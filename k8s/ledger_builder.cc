@@ -1,5 +1,6 @@
 #include "k8s/ledger_builder.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "k8s/contract/kubernetes_rules.h"
@@ -10,8 +11,27 @@ namespace fracpack::k8s {
 using scheduling::Allocation;
 using scheduling::PodFacts;
 
-LedgerBuilder::LedgerBuilder(const Contract& contract, ProblemSink problems)
-    : contract_(contract), problems_(std::move(problems)) {}
+LedgerBuilder::LedgerBuilder(const Contract& contract, ProblemSink problems, RecordTrust trust, RecordSink records)
+    : contract_(contract),
+      problems_(std::move(problems)),
+      trust_(std::move(trust)),
+      records_(std::move(records)),
+      record_keys_(contract.record_keys()) {}
+
+std::map<std::string, int> LedgerBuilder::records_by_key() const {
+  std::map<std::string, int> out;
+  for (const auto& [uid, c] : charged_) ++out[c.key];
+  return out;
+}
+
+void LedgerBuilder::report_record(const Pod& pod, const char* reason, const std::string& message) {
+  problems_("pod " + pod.key(), message);
+  if (records_) records_(RecordReport{pod.meta.namespace_name, pod.meta.name, pod.meta.uid, reason, message});
+}
+
+void LedgerBuilder::charged(const Pod& pod, std::string digest, std::string key) {
+  charged_[pod.meta.uid] = Charged{std::move(digest), std::move(key), false};
+}
 
 void LedgerBuilder::apply_node(const Node& node) {
   const std::string& name = node.meta.name;
@@ -134,6 +154,8 @@ void LedgerBuilder::forget_unresolved(const std::string& uid) { unresolve(uid); 
 void LedgerBuilder::remove_pod(const std::string& uid) {
   ledger_.remove(uid);
   unresolve(uid);
+  charged_.erase(uid);
+  rejected_.erase(uid);
 }
 
 void LedgerBuilder::confirm_record(const Pod& pod, const PodFacts& facts, scheduling::Allocation allocation) {
@@ -147,9 +169,45 @@ void LedgerBuilder::confirm_record(const Pod& pod, const PodFacts& facts, schedu
 void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   const std::string& uid = pod.meta.uid;
   const std::string key = pod.key();
+  const std::string message = record_message(uid, pod.node_name, record_keys_, pod.meta.annotations);
+  std::string digest = sha256(message);
+  // Charged already: what it holds does not change after its bind. The
+  // same record again is no news (a status update); another record is a
+  // patch by whoever may edit the pod, reported and never followed —
+  // following it would free the card its container really holds.
+  if (auto c = charged_.find(uid); c != charged_.end() && !unresolved_pods_.contains(uid)) {
+    const scheduling::PodRecord* held = ledger_.pod(uid);
+    if (held != nullptr && held->phase == scheduling::PodPhase::kConfirmed && held->node == pod.node_name) {
+      if (c->second.digest != digest && !c->second.change_reported) {
+        c->second.change_reported = true;
+        ++counters_.changed_records;
+        report_record(pod, "FracpackRecordChanged",
+                      "the pod's allocation record was changed after its bind; fracpack keeps what it charged at the bind "
+                      "and its node agent serves only the record fracpack signed");
+      }
+      return;
+    }
+  }
   unresolve(uid);  // the previous version may have been waiting on its node
+  rejected_.erase(uid);
   auto spec = specs_.find(pod.node_name);
   RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
+  const bool has_record = std::any_of(record_keys_.begin(), record_keys_.end(),
+                                      [&](const std::string& k) { return pod.meta.annotation(k) != nullptr; });
+  std::string signed_by = "none";
+  if (has_record) {
+    auto by = check_record_signature(pod, message, trust_);
+    if (by) {
+      signed_by = std::move(*by);
+    } else {
+      ++counters_.rejected_records;
+      report_record(pod, "FracpackRecordRejected",
+                    "its allocation record is not one fracpack's extender wrote (" + by.message() +
+                        "): it is charged as a pod without a record, and the node agent does not serve it");
+      rec = RecordedAllocation{};  // neither the record nor its flat card list
+      rejected_.insert(uid);
+    }
+  }
   auto req = contract_.pod_request(pod);
   if (!req) {
     ++counters_.malformed_pods;
@@ -159,29 +217,48 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
     scheduling::PodRequest facts_only;
     if (rec.kind == RecordedAllocation::Kind::kAllocation && pod_facts(pod, facts_only).ok()) {
       confirm_record(pod, PodFacts{uid, key, facts_only.cpu_milli, facts_only.memory_bytes}, std::move(rec.allocation));
+      charged(pod, std::move(digest), std::move(signed_by));
       return;
     }
     ledger_.confirm(PodFacts{uid, key, 0, 0}, Allocation{pod.node_name, {}});
-    if (contract_.requests_gpu(pod)) {
+    if (contract_.requests_gpu(pod) && !trust_.verifies()) {
       // Its GPU holdings cannot be known: close its node to new placements.
       unresolved_[pod.node_name].insert(uid);
       unresolved_pods_[uid] = pod;
       push_effective_spec(pod.node_name);
+      return;
     }
+    charged(pod, std::move(digest), "none");
     return;
   }
   const PodFacts facts{uid, key, req->cpu_milli, req->memory_bytes};
-  if (rec.kind == RecordedAllocation::Kind::kAllocation) {
-    confirm_record(pod, facts, std::move(rec.allocation));
+  if (!req->wants_gpu()) {
+    // Whatever its annotations say: a pod asking no GPU holds none.
+    if (has_record && rec.kind != RecordedAllocation::Kind::kNone) {
+      ++counters_.ignored_records;
+      report_record(pod, "FracpackRecordIgnored", "the pod asks for no GPU: its allocation record is ignored and charges nothing");
+    }
+    ledger_.confirm(facts, Allocation{pod.node_name, {}});
+    charged(pod, std::move(digest), "none");
     return;
+  }
+  if (rec.kind == RecordedAllocation::Kind::kAllocation) {
+    const Status within = scheduling::allocation_within_request(*req, rec.allocation, spec == specs_.end() ? nullptr : &spec->second);
+    if (within.ok()) {
+      confirm_record(pod, facts, std::move(rec.allocation));
+      charged(pod, std::move(digest), std::move(signed_by));
+      return;
+    }
+    ++counters_.rejected_records;
+    report_record(pod, "FracpackRecordRejected",
+                  "its allocation record holds more than the pod asks (" + within.message() +
+                      "): it is charged as a pod without a record");
+    rec = RecordedAllocation{};
+    rejected_.insert(uid);
   }
   if (!rec.problem.empty()) {
     ++counters_.malformed_pods;
     problems_("pod " + key, rec.problem);
-  }
-  if (!req->wants_gpu()) {
-    ledger_.confirm(facts, Allocation{pod.node_name, {}});
-    return;
   }
   // A bound GPU pod without a usable record: infer what it holds.
   unresolved_[pod.node_name].insert(uid);
@@ -219,9 +296,19 @@ bool LedgerBuilder::infer(const Pod& pod) {
   if (!req) return false;
   const PodFacts facts{uid, pod.key(), req->cpu_milli, req->memory_bytes};
   ledger_.remove(uid);  // infer against the node without this pod
-  RecordedAllocation rec = contract_.recorded_allocation(pod, &node->spec());
+  RecordedAllocation rec = rejected_.contains(uid) ? RecordedAllocation{} : contract_.recorded_allocation(pod, &node->spec());
+  if (rec.kind == RecordedAllocation::Kind::kAllocation &&
+      !scheduling::allocation_within_request(*req, rec.allocation, &node->spec()).ok()) {
+    ++counters_.rejected_records;
+    report_record(pod, "FracpackRecordRejected", "its allocation record holds more than the pod asks: it is charged as a pod without a record");
+    rejected_.insert(uid);
+    rec = RecordedAllocation{};
+  }
   if (rec.kind == RecordedAllocation::Kind::kAllocation) {  // a record that needed the node's cards
     if (ledger_.confirm(facts, std::move(rec.allocation)) > 0) ++counters_.overcommit_reports;
+    const std::string message = record_message(uid, pod.node_name, record_keys_, pod.meta.annotations);
+    auto by = check_record_signature(pod, message, trust_);  // verified by apply_bound_pod (else rejected_)
+    charged(pod, sha256(message), by ? *by : std::string("none"));
     return true;
   }
   // 1. A flat card list, if it matches the request.
@@ -255,14 +342,22 @@ bool LedgerBuilder::infer(const Pod& pod) {
   // cordons: the pod is already there).
   static const scheduling::BestCardRanker kBest;
   scheduling::FitResult fit = scheduling::fit(*req, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
+  const std::string digest = sha256(record_message(uid, pod.node_name, record_keys_, pod.meta.annotations));
   if (!fit.fits) {
-    // Keep its CPU and memory; the node stays closed until this is resolved.
+    // Keep its CPU and memory; with trusted records the node stays closed
+    // until this is resolved.
     ledger_.confirm(facts, Allocation{pod.node_name, {}});
-    return false;
+    if (!trust_.verifies()) return false;
+    report_record(pod, "FracpackRecordRejected",
+                  "the pod has no allocation record of fracpack's and what it asks does not fit its node now: it is charged "
+                  "no card, and the node agent does not serve it");
+    charged(pod, digest, "none");
+    return true;
   }
   ledger_.confirm(facts, scheduling::materialize(*req, *ledger_.node(pod.node_name), fit.picks));
   ++counters_.inferred_allocations;
   problems_("pod " + pod.key(), "no valid allocation record: cards inferred as the request would be placed now");
+  charged(pod, digest, "none");
   return true;
 }
 

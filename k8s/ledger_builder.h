@@ -5,7 +5,15 @@
 //   node        its cards as the contract reads them; a node that cannot be
 //               read keeps its last good cards, cordoned (none if it never
 //               had any).
-//   bound pod   what its record says (Contract::recorded_allocation):
+//   bound pod   what its record says (Contract::recorded_allocation), when
+//               fracpack's extender wrote it (a signature that verifies,
+//               k8s/record_signature.h) and it holds at most what the pod
+//               asks; a record that is not fracpack's, or that holds more,
+//               is reported on the pod and the pod charged as one without
+//               a record; a pod that asks no GPU is charged no card,
+//               whatever its annotations say. Once charged, a pod keeps its
+//               charge: a record changed later (a user's patch) is
+//               reported, never followed.
 //                 the record          confirmed as written;
 //                 a flat card list    matched to the request (the app
 //                                     containers' cards in order);
@@ -13,10 +21,15 @@
 //                                     on the node with its cordons open (the
 //                                     pod is already there);
 //                 not even that       its CPU and memory are charged, and
-//                                     its node takes no new placement until
-//                                     the pod is resolved or gone;
+//                                     (trusted records only: snapshots,
+//                                     replays) its node takes no new
+//                                     placement until the pod is resolved
+//                                     or gone;
 //               a pod whose contract values cannot be read is charged for
-//               nothing but closes its node the same way if it asks for GPUs.
+//               nothing (and closes its node the same way, trusted records
+//               only). Where records are verified a pod is a tenant's input:
+//               closing a node on its account would let any pod creator
+//               stop placements there; it is reported instead.
 //               A pod bound before its node is known waits for the node.
 //   gone        whatever the pod held is released.
 //
@@ -30,9 +43,11 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "k8s/contract/contract.h"
 #include "k8s/objects.h"
+#include "k8s/record_signature.h"
 #include "scheduling/ledger.h"
 
 namespace fracpack::k8s {
@@ -42,6 +57,17 @@ struct LedgerCounters {
   uint64_t malformed_nodes = 0;
   uint64_t inferred_allocations = 0;  // bound GPU pods charged by inference
   uint64_t overcommit_reports = 0;    // confirmations that left a card over capacity
+  uint64_t rejected_records = 0;      // records not fracpack's (unsigned, forged) or holding more than asked
+  uint64_t changed_records = 0;       // records changed after their pod was charged (the charge kept)
+  uint64_t ignored_records = 0;       // records on pods that ask no GPU
+};
+
+// What a pod's owner is told about its record (an Event on the pod, in its
+// own namespace, naming only that pod).
+struct RecordReport {
+  std::string namespace_name, name, uid;
+  std::string reason;   // FracpackRecordRejected, FracpackRecordChanged, FracpackRecordIgnored
+  std::string message;
 };
 
 class LedgerBuilder {
@@ -49,12 +75,19 @@ class LedgerBuilder {
   // Called with the object ("pod ns/name", "node n") and what is wrong.
   using ProblemSink = std::function<void(std::string object, std::string message)>;
 
-  LedgerBuilder(const Contract& contract, ProblemSink problems);
+  using RecordSink = std::function<void(const RecordReport&)>;
+
+  // `trust`: how records are checked (default: taken as written).
+  LedgerBuilder(const Contract& contract, ProblemSink problems, RecordTrust trust = {}, RecordSink records = {});
 
   scheduling::Ledger& ledger() { return ledger_; }
   const scheduling::Ledger& ledger() const { return ledger_; }
   const Contract& contract() const { return contract_; }
   const LedgerCounters& counters() const { return counters_; }
+  // Bound pods by the key that signed their record ("unsigned" for records
+  // trusted without one, "none" for pods charged without a record): what a
+  // key rotation waits on.
+  std::map<std::string, int> records_by_key() const;
 
   void apply_node(const Node& node);
   // Told when a node starts (reason) or stops ("") being excluded.
@@ -90,9 +123,24 @@ class LedgerBuilder {
   // cards cannot be known (yet).
   bool infer(const Pod& pod);
   void unresolve(const std::string& uid);
+  // Reports to the log and on the pod.
+  void report_record(const Pod& pod, const char* reason, const std::string& message);
+  // The pod was charged from a record with this digest (and key).
+  void charged(const Pod& pod, std::string digest, std::string key);
 
   const Contract& contract_;
   ProblemSink problems_;
+  RecordTrust trust_;
+  RecordSink records_;
+  const std::vector<std::string> record_keys_;  // contract_.record_keys()
+  // What each charged pod was charged from.
+  struct Charged {
+    std::string digest;           // sha256 of its record_message: a later event with the same is no change
+    std::string key;              // records_by_key's key
+    bool change_reported = false;
+  };
+  std::unordered_map<std::string, Charged> charged_;
+  std::unordered_set<std::string> rejected_;  // pods whose record is not to be read (inference only)
   scheduling::Ledger ledger_;
   std::map<std::string, scheduling::NodeSpec> specs_;   // last good card description, by node
   std::set<std::string> malformed_nodes_;               // nodes whose current object could not be read

@@ -16,6 +16,14 @@ std::string format_agent_state(const AgentState& state) {
   std::string out = "# fracpack node agent: containers allocated per waiting pod\n";
   if (!state.last_uid.empty()) out += "last " + state.last_uid + "\n";
   for (const auto& [uid, n] : state.served) out += "served " + uid + " " + std::to_string(n) + "\n";
+  for (const auto& [uid, h] : state.holdings) {
+    std::string charges;
+    for (const scheduling::CardCharge& c : h.charges) {
+      charges += (charges.empty() ? "" : ",") + std::to_string(c.index) + ":" + std::to_string(c.memory_mib) + ":" +
+                 std::to_string(c.cores) + ":" + std::to_string(c.shares);
+    }
+    out += "holds " + uid + " " + h.key + " " + (charges.empty() ? "-" : charges) + "\n";
+  }
   return out;
 }
 
@@ -41,8 +49,34 @@ Result<AgentState> parse_agent_state(const std::string& text, const std::string&
         return Error{where + "\"served " + uid + "\" needs a container count 1..1024"};
       }
       state.served[uid] = static_cast<int>(n);
+    } else if (kind == "holds") {
+      std::string key, charges;
+      if (!(words >> key >> charges) || (words >> extra)) {
+        return Error{where + "\"holds " + uid + "\" needs a namespace/name and the charges (card:memory:cores:shares,...)"};
+      }
+      Holding h{key, {}};
+      if (charges != "-") {
+        std::istringstream list(charges);
+        std::string item;
+        while (std::getline(list, item, ',')) {
+          scheduling::CardCharge c;
+          char a = 0, b = 0, d = 0;
+          std::istringstream fields(item);
+          long long index = -1, memory = -1, cores = -1, shares = -1;
+          if (!(fields >> index >> a >> memory >> b >> cores >> d >> shares) || a != ':' || b != ':' || d != ':' || (fields >> extra) ||
+              index < 0 || index > 1023 || memory < 0 || memory > (1LL << 40) || cores < 0 || cores > 1000000 || shares < 0 || shares > 1024) {
+            return Error{where + "\"holds " + uid + "\": \"" + item + "\" is not card:memoryMiB:coresMilli:shares"};
+          }
+          c.index = static_cast<int>(index);
+          c.memory_mib = memory;
+          c.cores = static_cast<int>(cores);
+          c.shares = static_cast<int>(shares);
+          h.charges.push_back(c);
+        }
+      }
+      state.holdings[uid] = std::move(h);
     } else {
-      return Error{where + "unknown entry \"" + kind + "\" (expected last or served)"};
+      return Error{where + "unknown entry \"" + kind + "\" (expected last, served or holds)"};
     }
   }
   return state;

@@ -8,14 +8,20 @@
 // /var/lib/fracpack). Written whole to a temporary file, flushed and
 // renamed: a crash leaves the old state or the new, never half of one.
 //
+// And what each pod it served holds (its record's charges, per card), for
+// as long as the pod lives: the agent's own account, which a record
+// changed after the pod was served cannot move.
+//
 //   # fracpack node agent: containers allocated per waiting pod
 //   last <uid>
 //   served <uid> <containers>
+//   holds <uid> <namespace/name> <card>:<memory MiB>:<cores milli>:<shares>,... ("-": none)
 #pragma once
 
 #include <map>
 #include <string>
 
+#include "node/allocation_matcher.h"
 #include "scheduling/result.h"
 
 namespace fracpack::node {
@@ -23,6 +29,7 @@ namespace fracpack::node {
 struct AgentState {
   std::map<std::string, int> served;  // pod UID -> containers allocated
   std::string last_uid;
+  std::map<std::string, Holding> holdings;  // pod UID -> what it holds
   bool operator==(const AgentState&) const = default;
 };
 

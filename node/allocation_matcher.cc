@@ -29,8 +29,20 @@ bool equivalent(const WaitingPod& a, size_t from_a, const WaitingPod& b, size_t 
   return true;
 }
 
-void AllocationMatcher::set_pods(std::vector<WaitingPod> pods) {
+void AllocationMatcher::set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live) {
+  // A pod excluded stays so while it waits (the watch drops it once the
+  // API server's word reaches it).
+  std::set<std::string> still;
+  for (const WaitingPod& p : pods) {
+    if (excluded_.contains(p.uid)) still.insert(p.uid);
+  }
+  excluded_ = std::move(still);
   pods_ = std::move(pods);
+  live_ = std::move(live);
+  for (auto it = holdings_.begin(); it != holdings_.end();) {
+    const bool waiting = std::any_of(pods_.begin(), pods_.end(), [&](const WaitingPod& p) { return p.uid == it->first; });
+    it = waiting || live_.contains(it->first) ? std::next(it) : holdings_.erase(it);
+  }
   // kubelet's order among candidates: older first, then by name.
   std::sort(pods_.begin(), pods_.end(), [](const WaitingPod& a, const WaitingPod& b) {
     return std::tie(a.creation_timestamp, a.key) < std::tie(b.creation_timestamp, b.key);
@@ -42,9 +54,35 @@ void AllocationMatcher::set_pods(std::vector<WaitingPod> pods) {
   served_ = std::move(kept);
 }
 
-void AllocationMatcher::restore(std::map<std::string, int> served, std::string last_uid) {
+void AllocationMatcher::restore(std::map<std::string, int> served, std::string last_uid, std::map<std::string, Holding> holdings) {
   served_ = std::move(served);
   last_uid_ = std::move(last_uid);
+  holdings_ = std::move(holdings);
+}
+
+void AllocationMatcher::exclude(const std::string& uid) {
+  excluded_.insert(uid);
+  if (last_uid_ == uid) last_uid_.clear();
+}
+
+std::map<int, scheduling::CardCharge> AllocationMatcher::held_by_others(const std::string& uid) const {
+  std::map<int, scheduling::CardCharge> out;
+  auto add = [&out](const std::vector<scheduling::CardCharge>& charges) {
+    for (const scheduling::CardCharge& c : charges) {
+      scheduling::CardCharge& sum = out[c.index];
+      sum.index = c.index;
+      sum.memory_mib += c.memory_mib;
+      sum.cores += c.cores;
+      sum.shares += c.shares;
+    }
+  };
+  for (const auto& [other, h] : holdings_) {
+    if (other != uid) add(h.charges);
+  }
+  for (const auto& [other, p] : live_) {
+    if (other != uid && p.charges && !holdings_.contains(other)) add(*p.charges);
+  }
+  return out;
 }
 
 size_t AllocationMatcher::next_of(const WaitingPod& p) const {
@@ -55,7 +93,7 @@ size_t AllocationMatcher::next_of(const WaitingPod& p) const {
 std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices, std::vector<std::string>* unusable) const {
   std::vector<const WaitingPod*> candidates;
   for (const WaitingPod& p : pods_) {
-    if (next_of(p) != 0 || p.containers.empty() || p.containers[0].devices != devices) continue;
+    if (next_of(p) != 0 || p.containers.empty() || p.containers[0].devices != devices || excluded_.contains(p.uid)) continue;
     if (!p.cards) {
       if (unusable != nullptr) unusable->push_back(p.key + " (" + p.cards.message() + ")");
       continue;
@@ -71,7 +109,7 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   // The pod kubelet is in the middle of: its next container, when it asks
   // this many devices (else its admission ended and another pod begins).
   for (const WaitingPod& p : pods_) {
-    if (p.uid != last_uid_ || !p.cards) continue;
+    if (p.uid != last_uid_ || !p.cards || excluded_.contains(p.uid)) continue;
     const size_t next = next_of(p);
     if (next > 0 && next < p.containers.size() && p.containers[next].devices == devices) return std::make_pair(&p, next);
   }
@@ -138,6 +176,9 @@ Result<Assignment> AllocationMatcher::allocate(int devices) {
   }
   served_[a->pod_uid] += 1;
   last_uid_ = a->pod_uid;
+  for (const WaitingPod& p : pods_) {
+    if (p.uid == a->pod_uid) holdings_[p.uid] = Holding{p.key, p.holding};
+  }
   return a;
 }
 

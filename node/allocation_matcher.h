@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,8 +79,27 @@ struct WaitingPod {
   uint64_t arrival = 0;
   std::vector<GpuContainer> containers;  // in kubelet's Allocate order
   // The record's cards per container (same order), or why the record
-  // cannot serve (missing, malformed, another node, a container missing).
+  // cannot serve (missing, malformed, another node, a container missing,
+  // not signed by fracpack's extender, another scheduler's pod).
   Result<std::vector<std::vector<scheduling::CardShare>>> cards = Error{"no allocation record"};
+  // What the whole record holds per card (scheduling::charges_of): what
+  // the pod holds once kubelet admits it. Empty when `cards` is an error.
+  std::vector<scheduling::CardCharge> holding;
+};
+
+// What a pod on the node holds per card, for the agent's own account.
+struct Holding {
+  std::string key;  // namespace/name, for the agent's log
+  std::vector<scheduling::CardCharge> charges;
+  bool operator==(const Holding&) const = default;
+};
+
+// A pod bound to the node that no longer waits (running, or being
+// deleted): it holds what the agent served it, or else what its record
+// says when fracpack signed it (`charges` empty: nothing known).
+struct LivePod {
+  std::string key;
+  std::optional<std::vector<scheduling::CardCharge>> charges;
 };
 
 struct Assignment {
@@ -91,11 +111,13 @@ struct Assignment {
 
 class AllocationMatcher {
  public:
-  // The pods waiting on the node (the agent's pod watch); pods gone from the
-  // list are forgotten.
-  void set_pods(std::vector<WaitingPod> pods);
+  // The pods waiting on the node and the other live pods there (the agent's
+  // pod watch): pods in neither are gone, and what they held is forgotten.
+  void set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live = {});
   // The container kubelet allocates `devices` IDs to, marked as served.
   Result<Assignment> allocate(int devices);
+  // A refusal made elsewhere: kubelet fails the pod it was in the middle of.
+  void end_admission() { last_uid_.clear(); }
   // What allocate would answer, without serving it (GetPreferredAllocation).
   Result<Assignment> peek(int devices) const;
 
@@ -107,9 +129,21 @@ class AllocationMatcher {
   // arrival order no longer says which it admits first.
   void merge_arrivals();
 
+  // The API server showed this pod gone, finished, being deleted or
+  // changed since the watch saw it: it is no candidate, and is not
+  // continued, until the watch brings a new version of it.
+  void exclude(const std::string& uid);
+
+  // The agent's account: per card, what the live pods other than `uid`
+  // hold — those it served (holdings()) and those running with a record
+  // fracpack signed.
+  std::map<int, scheduling::CardCharge> held_by_others(const std::string& uid) const;
+  // The pods served at least one container, with what their record holds.
+  const std::map<std::string, Holding>& holdings() const { return holdings_; }
+
   // Containers served per pod UID (the agent persists it across restarts).
   const std::map<std::string, int>& served() const { return served_; }
-  void restore(std::map<std::string, int> served, std::string last_uid);
+  void restore(std::map<std::string, int> served, std::string last_uid, std::map<std::string, Holding> holdings = {});
   const std::string& last_uid() const { return last_uid_; }
   size_t pods() const { return pods_.size(); }
 
@@ -120,6 +154,9 @@ class AllocationMatcher {
   size_t next_of(const WaitingPod& p) const;
 
   std::vector<WaitingPod> pods_;
+  std::map<std::string, LivePod> live_;     // live pods that no longer wait
+  std::map<std::string, Holding> holdings_; // pods served, by uid, until they are gone
+  std::set<std::string> excluded_;          // exclude()d, until their next version
   std::map<std::string, int> served_;  // uid -> containers allocated
   std::string last_uid_;               // the pod kubelet allocated to last
   uint64_t merged_upto_ = 0;           // arrivals up to this one count as one (merge_arrivals)

@@ -1,5 +1,9 @@
 #include "node/node_state.h"
 
+#include <algorithm>
+
+#include "k8s/contract/fracpack.h"
+
 namespace fracpack::node {
 
 void NodeState::set_devices(std::vector<GpuDevice> devices) {
@@ -43,11 +47,17 @@ uint64_t NodeState::wait_devices(uint64_t seen, std::chrono::steady_clock::time_
   return devices_version_;
 }
 
-void NodeState::set_pods(std::vector<WaitingPod> pods) {
+void NodeState::set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live) {
   std::lock_guard lock(mu_);
-  matcher_.set_pods(std::move(pods));
+  matcher_.set_pods(std::move(pods), std::move(live));
   ++pods_version_;
+  persist_locked();  // holdings of pods that are gone
   changed_.notify_all();
+}
+
+void NodeState::set_pod_check(CheckPod check) {
+  std::lock_guard lock(mu_);
+  check_ = std::move(check);
 }
 
 void NodeState::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const {
@@ -61,16 +71,83 @@ void NodeState::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devic
 
 Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
-  // Only a settled answer is served or refused: a refusal ends the pod
-  // kubelet was in the middle of, so waiting must not.
-  wait_for_candidate(lock, devices, deadline);
-  auto a = matcher_.allocate(devices);
-  if (persist_ && (matcher_.served() != persisted_served_ || matcher_.last_uid() != persisted_last_)) {
-    persisted_served_ = matcher_.served();
-    persisted_last_ = matcher_.last_uid();
-    persist_(persisted_served_, persisted_last_);
+  for (;;) {
+    // Only a settled answer is served or refused: a refusal ends the pod
+    // kubelet was in the middle of, so waiting must not.
+    wait_for_candidate(lock, devices, deadline);
+    auto found = matcher_.peek(devices);
+    if (found && check_) {
+      // The watch may be behind the API server (a pod deleted, finished,
+      // rejected by kubelet, its record changed): ask before answering.
+      const uint64_t seen = pods_version_;
+      CheckPod check = check_;
+      PodCheck checked;
+      do {
+        lock.unlock();
+        checked = check(*found);
+        lock.lock();
+        if (!checked.settled && std::chrono::steady_clock::now() < deadline && !stopped_) {
+          changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(200)),
+                              [&] { return stopped_; });
+        }
+      } while (!checked.settled && std::chrono::steady_clock::now() < deadline && !stopped_);
+      if (!checked.settled) {
+        matcher_.end_admission();  // kubelet fails the pod: its admission is over
+        persist_locked();
+        return Error{"cannot confirm pod " + found->pod_key + " with the API server: " + checked.status.message()};
+      }
+      if (!checked.status.ok()) {
+        matcher_.exclude(found->pod_uid);
+        continue;  // passed over: match again
+      }
+      if (pods_version_ != seen) {
+        auto again = matcher_.peek(devices);
+        if (!again || again->pod_uid != found->pod_uid || again->container != found->container) continue;
+      }
+    }
+    if (found) {
+      if (Status fits = within_capacity(*found); !fits.ok()) {
+        matcher_.end_admission();
+        persist_locked();
+        return Error{fits.message()};
+      }
+    }
+    auto a = matcher_.allocate(devices);
+    persist_locked();
+    return a;
   }
-  return a;
+}
+
+Status NodeState::within_capacity(const Assignment& a) const {
+  const std::map<int, scheduling::CardCharge> others = matcher_.held_by_others(a.pod_uid);
+  for (const scheduling::CardShare& share : a.cards) {
+    auto o = others.find(share.index);
+    if (o == others.end()) continue;
+    auto d = std::find_if(devices_.begin(), devices_.end(), [&](const GpuDevice& x) { return x.index == share.index; });
+    const int64_t capacity = d == devices_.end() ? 0 : d->memory_mib;
+    const std::string card = "card " + std::to_string(share.index) + (d == devices_.end() ? "" : " (" + d->uuid + ")");
+    // The extender's own rule (scheduling::share_fits): a card whose
+    // compute is all held takes nothing more; compute and memory add up.
+    const int cores = share.cores;
+    const int64_t memory = share.memory_mib;
+    if (o->second.cores >= scheduling::kCardMilli || o->second.cores + cores > scheduling::kCardMilli ||
+        (capacity > 0 && o->second.memory_mib + memory > capacity)) {
+      // The other pods may be other teams': the message names none.
+      return Error{"pod " + a.pod_key + " container " + a.container + ": " + card +
+                   " is already held by other pods on this node (" + k8s::cores_text(o->second.cores) + "% compute, " +
+                   std::to_string(o->second.memory_mib) + " MiB); this container's record asks " + k8s::cores_text(cores) +
+                   "% and " + std::to_string(memory) + " MiB: refused rather than put two pods past the card"};
+    }
+  }
+  return Status::Ok();
+}
+
+void NodeState::persist_locked() {
+  if (!persist_) return;
+  AgentState now{matcher_.served(), matcher_.last_uid(), matcher_.holdings()};
+  if (now == persisted_) return;
+  persisted_ = std::move(now);
+  persist_(persisted_);
 }
 
 Result<Assignment> NodeState::peek(int devices, std::chrono::steady_clock::time_point deadline) const {
@@ -94,11 +171,10 @@ void NodeState::set_persist(Persist persist) {
   persist_ = std::move(persist);
 }
 
-void NodeState::restore(std::map<std::string, int> served, std::string last_uid) {
+void NodeState::restore(AgentState state) {
   std::lock_guard lock(mu_);
-  persisted_served_ = served;
-  persisted_last_ = last_uid;
-  matcher_.restore(std::move(served), std::move(last_uid));
+  persisted_ = state;
+  matcher_.restore(std::move(state.served), std::move(state.last_uid), std::move(state.holdings));
 }
 
 void NodeState::stop() {

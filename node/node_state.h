@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "node/agent_state.h"
 #include "node/allocation_matcher.h"
 #include "node/nvml.h"
 
@@ -33,11 +34,28 @@ class NodeState {
   // stop() is called; returns the current version.
   uint64_t wait_devices(uint64_t seen, std::chrono::steady_clock::time_point deadline) const;
 
-  void set_pods(std::vector<WaitingPod> pods);
+  // The pods waiting on the node, and the other live pods there (pod_watch.h).
+  void set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live = {});
   // Serves kubelet's Allocate of `devices` IDs: while no record matches,
   // waits for the pod watch (a bind the agent has not seen yet) until
-  // `deadline`, then refuses with the matcher's reason.
+  // `deadline`, then refuses with the matcher's reason. The pod found is
+  // confirmed with the API server first (set_pod_check): one gone,
+  // finished, being deleted or changed since the watch saw it is passed
+  // over. And the agent's own account must allow it: refused when its
+  // cards would go past their capacity beside what the other live pods
+  // hold (an exclusive card held by another pod, over 100 % compute, over
+  // the card's memory).
   Result<Assignment> allocate(int devices, std::chrono::steady_clock::time_point deadline);
+  // Confirms with the API server that the pod an Allocate is for still
+  // waits as the watch showed it: ok; an error that settles it (gone,
+  // finished, being deleted, changed: `settled`) or a failed read (tried
+  // again until the deadline). Called without the state's lock.
+  struct PodCheck {
+    Status status;
+    bool settled = true;  // false: the read failed, the answer is unknown
+  };
+  using CheckPod = std::function<PodCheck(const Assignment&)>;
+  void set_pod_check(CheckPod check);
   // What allocate would answer (GetPreferredAllocation), waiting for the
   // pod watch the same way.
   Result<Assignment> peek(int devices, std::chrono::steady_clock::time_point deadline) const;
@@ -50,9 +68,9 @@ class NodeState {
   // taken for a new one): `persist` is called after every allocate, under
   // the state's lock, before kubelet gets its answer; restore() puts a
   // saved state back before the first pod list.
-  using Persist = std::function<void(const std::map<std::string, int>& served, const std::string& last_uid)>;
+  using Persist = std::function<void(const AgentState& state)>;
   void set_persist(Persist persist);
-  void restore(std::map<std::string, int> served, std::string last_uid);
+  void restore(AgentState state);
 
   // Wakes every waiter for shutdown.
   void stop();
@@ -69,9 +87,14 @@ class NodeState {
   uint64_t devices_version_ = 0;
   uint64_t pods_version_ = 0;
   AllocationMatcher matcher_;
+  // With mu_ held: the matcher's state to persist_, when it changed.
+  void persist_locked();
+  // Whether `a` (of pod `uid`) fits beside what the other live pods hold.
+  Status within_capacity(const Assignment& a) const;
+
   Persist persist_;
-  std::map<std::string, int> persisted_served_;  // what persist_ was last given
-  std::string persisted_last_;
+  AgentState persisted_;  // what persist_ was last given
+  CheckPod check_;
   bool stopped_ = false;
 };
 

@@ -16,6 +16,7 @@
 #include "k8s/informer.h"
 #include "k8s/objects.h"
 #include "node/node_state.h"
+#include "node/records.h"
 
 namespace fracpack::node {
 
@@ -24,7 +25,7 @@ std::string pods_on_node_selector(const std::string& node);
 
 class PodWatch : public k8s::InformerSink {
  public:
-  PodWatch(NodeState& state, std::string node, std::string resource, k8s::ContractNames names, k8s::Selection selection);
+  PodWatch(NodeState& state, std::string node, RecordRules rules, k8s::Selection selection);
 
   void begin_list(bool consistent) override;
   Status list_item(std::string_view object_json) override;
@@ -42,16 +43,21 @@ class PodWatch : public k8s::InformerSink {
   // The pod as the matcher sees it, or nothing when it does not wait or
   // asks nothing of the resource.
   std::optional<WaitingPod> waiting(const k8s::Pod& pod) const;
+  // Keeps the pod in `waiting` or `live` (or neither, when it is finished
+  // or not on this node); `arrival` for a newly waiting one.
+  void place(const k8s::Pod& pod, bool deleted, std::map<std::string, WaitingPod>& waiting, std::map<std::string, LivePod>& live,
+             uint64_t arrival);
   void publish();  // with mu_ held
 
   NodeState& state_;
   const std::string node_;
-  const std::string resource_;
-  const k8s::ContractNames names_;
+  const RecordRules rules_;
   const k8s::Selection selection_;
   mutable std::mutex mu_;
   std::map<std::string, WaitingPod> pods_;     // uid -> waiting pod
   std::map<std::string, WaitingPod> listing_;  // a list in progress
+  std::map<std::string, LivePod> live_;        // uid -> live pod that no longer waits (the agent's account)
+  std::map<std::string, LivePod> live_listing_;
   bool synced_ = false;
   uint64_t arrivals_ = 0;      // the last arrival number given (WaitingPod::arrival)
   uint64_t list_arrival_ = 0;  // the one the list in progress gives its new pods

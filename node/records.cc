@@ -60,15 +60,26 @@ Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const std:
   return out;
 }
 
-// Each container's cards by the pod's record, which must be for `node`.
-Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const k8s::Pod& pod, const std::vector<GpuContainer>& containers,
-                                                                       const std::string& resource, const std::string& annotation,
-                                                                       const std::string& node) {
+// The pod's record, which must be fracpack's (signed) and for `node`.
+Result<scheduling::Allocation> signed_record(const k8s::Pod& pod, const RecordRules& rules, const std::string& node) {
+  const std::string& annotation = rules.names.allocation;
   const std::string* record = pod.meta.annotation(annotation);
   if (record == nullptr) return Error{"no annotation " + annotation + " (was it bound by fracpack?)"};
   auto a = k8s::parse_allocation(*record);
   if (!a) return Error{"annotation " + annotation + ": " + a.message()};
   if (a->node != node) return Error{"annotation " + annotation + " names node " + a->node + ", not " + node};
+  const std::string message = k8s::record_message(pod.meta.uid, node, {rules.names.allocation, rules.names.indices}, pod.meta.annotations);
+  if (auto by = k8s::check_record_signature(pod, message, rules.trust); !by) {
+    return Error{"annotation " + annotation + " is not fracpack's: " + by.message()};
+  }
+  return a;
+}
+
+// Each container's cards by the pod's record.
+Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const scheduling::Allocation& record,
+                                                                       const std::vector<GpuContainer>& containers,
+                                                                       const std::string& resource, const std::string& annotation) {
+  const scheduling::Allocation* a = &record;
   std::vector<std::vector<scheduling::CardShare>> out;
   for (const GpuContainer& c : containers) {
     auto found = std::find_if(a->containers.begin(), a->containers.end(), [&](const auto& ca) { return ca.name == c.name; });
@@ -82,21 +93,43 @@ Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const k8s
   return out;
 }
 
+bool ours(const k8s::Pod& pod, const RecordRules& rules) {
+  const auto& names = rules.scheduler_names;
+  return names.empty() || std::find(names.begin(), names.end(), pod.scheduler_name) != names.end();
+}
+
 }  // namespace
 
-WaitingPod waiting_pod(const k8s::Pod& pod, const std::string& resource, const k8s::ContractNames& names, const std::string& node) {
+WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std::string& node) {
   WaitingPod w;
   w.uid = pod.meta.uid;
   w.key = pod.key();
   w.creation_timestamp = pod.meta.creation_timestamp;
-  auto containers = gpu_containers(pod, resource);
+  auto containers = gpu_containers(pod, rules.resource);
   if (!containers) {
     w.cards = containers.error();
     return w;
   }
   w.containers = std::move(*containers);
-  w.cards = recorded_cards(pod, w.containers, resource, names.allocation, node);
+  if (!ours(pod, rules)) {
+    w.cards = Error{"schedulerName \"" + pod.scheduler_name + "\" is not fracpack's: its cards were not chosen by fracpack"};
+    return w;
+  }
+  auto record = signed_record(pod, rules, node);
+  if (!record) {
+    w.cards = record.error();
+    return w;
+  }
+  w.cards = recorded_cards(*record, w.containers, rules.resource, rules.names.allocation);
+  if (w.cards) w.holding = scheduling::charges_of(*record);
   return w;
+}
+
+LivePod live_pod(const k8s::Pod& pod, const RecordRules& rules, const std::string& node) {
+  LivePod p{pod.key(), std::nullopt};
+  if (!ours(pod, rules)) return p;
+  if (auto record = signed_record(pod, rules, node)) p.charges = scheduling::charges_of(*record);
+  return p;
 }
 
 }  // namespace fracpack::node

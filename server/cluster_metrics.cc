@@ -73,6 +73,21 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
                               "(another writer's binds: the other replica after a failover, an old leader).",
                               Type::kCounter,
                               {{{}, static_cast<double>(c.fence_caught_up)}}});
+  out.push_back(SampledFamily{"fracpack_allocation_records_not_followed_total",
+                              "Allocation records the ledger did not follow, by why: rejected (not signed by fracpack's "
+                              "extender, or holding more than the pod asks), changed (after the pod was charged), ignored "
+                              "(on a pod that asks no GPU). Each is also an Event on its pod.",
+                              Type::kCounter,
+                              {{{{"kind", "rejected"}}, static_cast<double>(c.rejected_records)},
+                               {{{"kind", "changed"}}, static_cast<double>(c.changed_records)},
+                               {{{"kind", "ignored"}}, static_cast<double>(c.ignored_records)}}});
+  SampledFamily records{"fracpack_records",
+                        "Bound pods by the key that signed their allocation record (\"unsigned\": trusted by "
+                        "security.unsignedBefore; \"trusted\": records not verified; \"none\": no record followed). A key "
+                        "is retired once it counts 0.",
+                        Type::kGauge, {}};
+  for (const auto& [key, n] : in.state.records_by_key()) records.samples.push_back({{{"key", key}}, static_cast<double>(n)});
+  out.push_back(std::move(records));
   SampledFamily ready{"fracpack_ready", "1 once the initial lists are applied.", Type::kGauge, {{{}, in.state.ready() ? 1.0 : 0.0}}};
   out.push_back(std::move(ready));
 

@@ -81,6 +81,21 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
   if (!contract) throw std::invalid_argument(contract.message());  // validate() checked it
   so.contract = std::move(*contract);
   so.assume_ttl = options_.config.cluster.assume_ttl;
+  auto keys = load_record_keys(options_.config.security,
+                               mode_ == "snapshot" ? RecordRole::kStandaloneExtender : RecordRole::kExtender);
+  if (keys) {
+    keys_ = std::move(*keys);
+  } else {
+    keys_error_ = keys.message();
+  }
+  so.trust = keys_.trust;
+  // What the ledger says of a pod's record goes to the log and, as an
+  // Event in the pod's own namespace naming only that pod, to its owner.
+  so.on_record_report = [this](const k8s::RecordReport& r) {
+    log_warn("allocation record not followed", {{"pod", r.namespace_name + "/" + r.name}, {"uid", r.uid}, {"reason", r.reason},
+                                                {"message", r.message}});
+    if (events_) events_->record(k8s::EventRef{r.namespace_name, r.name, r.uid}, "Warning", r.reason, r.message);
+  };
   so.on_node_left_alone = [](const std::string& node, const std::string& reason) {
     if (reason.empty()) {
       log_info("node taken back", {{"node", node}});
@@ -103,6 +118,12 @@ bool Daemon::wait_serving(std::chrono::milliseconds timeout) const {
 
 Status Daemon::start() {
   const config::Config& c = options_.config;
+  if (!keys_error_.empty()) return Error{keys_error_};
+  if (c.security.records == "unsigned") {
+    log_warn("allocation records are not signed",
+             {{"consequence", "any user who may patch a pod can write a record that takes or frees a card"},
+              {"setting", "security.records: unsigned"}});
+  }
   auto listen = config::parse_listen(c.listen);
   if (!listen) return Error{"listen: " + listen.message()};
   HttpOptions ho;
@@ -239,6 +260,8 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   eo.bind_timeout = options_.config.cluster.bind_timeout;
   eo.max_reply_bytes = 2 * static_cast<size_t>(options_.config.limits.max_request_bytes);
   eo.one_bind_per_node = options_.config.contract.profile == "hami" && options_.config.contract.hami_node_lock && client_.has_value();
+  eo.scheduler_names = options_.config.scheduler_names;
+  eo.signer = keys_.signer;
   verbs_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, eo);
   StatusOptions so;
   so.version = options_.version;
@@ -375,12 +398,16 @@ void Daemon::report_overcommitted(k8s::ApiClient& client, std::set<std::pair<std
     if (reported.count({o.node, o.index})) continue;
     std::string pods;
     for (const auto& p : o.pods) pods += (pods.empty() ? "" : ", ") + p.first;
-    const std::string message = "GPU " + std::to_string(o.index) + " of node " + o.node + " is over-committed: " +
-                                std::to_string(o.cores / 10) + "% compute and " + std::to_string(o.memory_mib) + " of " +
-                                std::to_string(o.capacity_mib) + " MiB are recorded for pods " + pods +
-                                " (placed by two schedulers at once); it takes no new pods until they leave";
-    log_error("card over-committed", {{"node", o.node}, {"card", std::to_string(o.index)}, {"pods", pods}});
+    log_error("card over-committed", {{"node", o.node}, {"card", std::to_string(o.index)}, {"pods", pods},
+                                      {"cores_percent", std::to_string(o.cores / 10)}, {"memory_mib", std::to_string(o.memory_mib)},
+                                      {"capacity_mib", std::to_string(o.capacity_mib)}});
     if (events_) {
+      // Each pod's owner is told of their own pod only: the others holding
+      // the card may be other teams'.
+      const std::string others = std::to_string(o.pods.size() - 1);
+      const std::string message = "GPU " + std::to_string(o.index) + " of node " + o.node +
+                                  " is over-committed (placed by two schedulers at once): this pod and " + others +
+                                  " other(s) are recorded on it; it takes no new pods until they leave";
       for (const auto& p : o.pods) {
         const size_t slash = p.first.find('/');
         events_->record(k8s::EventRef{p.first.substr(0, slash), p.first.substr(slash + 1), p.second}, "Warning", "GPUOverCommitted", message);

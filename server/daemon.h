@@ -32,6 +32,7 @@
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/record_keys.h"
 #include "server/router.h"
 #include "server/status_routes.h"
 
@@ -86,6 +87,8 @@ class Daemon {
 
   DaemonOptions options_;
   std::string mode_;  // "snapshot" or "kubernetes"
+  RecordKeys keys_;         // security: the signing key and the trust in records
+  std::string keys_error_;  // why they could not be loaded (start() says it)
   Metrics metrics_;
   std::unique_ptr<k8s::ClusterState> state_;
   std::optional<k8s::ClientConfig> client_;

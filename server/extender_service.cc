@@ -31,7 +31,8 @@ ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator
       binder_(binder),
       metrics_(metrics),
       options_(options),
-      recent_(options.recent_pods, options.recent_pod_bytes) {}
+      recent_(options.recent_pods, options.recent_pod_bytes),
+      record_keys_(contract_.record_keys()) {}
 
 namespace {
 
@@ -89,6 +90,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   const bool no_nodes = !args->nodes && !args->node_names;
   if (!gpu) {
     // Not a fracpack pod: every node passes, untouched.
+    recent_.judge(pod.meta.uid);
     reserve_for_all();
     if (full) {
       for (const auto& n : *args->nodes) reply.pass(n.json);
@@ -300,6 +302,18 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
   if (!pod->node_name.empty() && pod->node_name != args->node) {
     return refuse("already_bound", "pod " + who + " is bound to node " + pod->node_name + " already, not to " + args->node);
   }
+  // Only the pods fracpack places, and only after it judged them: whoever
+  // can reach the verbs must not bind other pods with fracpack's rights.
+  const auto& ours = options_.scheduler_names;
+  if (std::find(ours.begin(), ours.end(), pod->scheduler_name) == ours.end()) {
+    std::string names;
+    for (const auto& n : ours) names += (names.empty() ? "" : ", ") + n;
+    return refuse("not_ours", "pod " + who + " has schedulerName \"" + pod->scheduler_name + "\"; fracpack binds only pods of " + names);
+  }
+  if (!recent_.judged(pod->meta.uid)) {
+    return refuse("not_judged", "pod " + who + " (uid " + pod->meta.uid +
+                                    ") was never sent to fracpack's filter or prioritize: bind places only pods it has judged");
+  }
   Placement placement = place(*pod, args->node, who);
   if (placement.refusal != nullptr) return refuse(placement.refusal, placement.reason);
   Binder::Job job;
@@ -409,6 +423,12 @@ void ExtenderService::write_record(const k8s::Pod& pod, const scheduling::Alloca
     if (n != nullptr) return contract_.allocation_annotations(pod, allocation, n->spec(), now);
     return contract_.allocation_annotations(pod, allocation, scheduling::NodeSpec{allocation.node, 0, 0, {}, {}}, now);
   });
+  // Signed over the pod's UID, the node and the record (k8s/record_signature.h):
+  // the node agent and every replica's ledger take no other.
+  if (options_.signer) {
+    const std::string message = k8s::record_message(pod.meta.uid, allocation.node, record_keys_, target.annotations);
+    target.annotations.emplace_back(std::string(k8s::kRecordSignatureAnnotation), options_.signer->sign(message));
+  }
   target.cards = scheduling::card_indices_text(allocation);
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "k8s/cluster_state.h"
+#include "k8s/record_signature.h"
 #include "scheduling/evaluator.h"
 #include "server/binder.h"
 #include "server/reply_cache.h"
@@ -49,6 +50,11 @@ struct ExtenderOptions {
   // kube-scheduler runs before a lock is visible all pick the same node and
   // queue behind it.
   bool one_bind_per_node = false;
+  // bind places only pods of these schedulers (schedulerNames).
+  std::vector<std::string> scheduler_names = {"fracpack"};
+  // Signs every allocation record the Binding writes (null: unsigned,
+  // security.records: unsigned).
+  std::shared_ptr<const k8s::RecordSigner> signer;
 };
 
 class ExtenderService {
@@ -91,6 +97,7 @@ class ExtenderService {
   Metrics& metrics_;
   ExtenderOptions options_;
   RecentPods recent_;
+  const std::vector<std::string> record_keys_;  // contract_.record_keys(): what is signed
   NodeNameCache names_;
   FilterReplyCache replies_;
   PrioritizeReplyCache priorities_;

@@ -29,10 +29,12 @@ Status NodeAgent::start() {
   if (!o.state_file.empty()) {
     auto saved = node::load_agent_state(o.state_file);
     if (!saved) return Error{saved.message() + " (the agent wrote it; remove it to start afresh)"};
-    state_.restore(saved->served, saved->last_uid);
-    if (!saved->served.empty()) log_info("state restored", {{"file", o.state_file}, {"pods", count(saved->served.size())}});
-    state_.set_persist([this](const std::map<std::string, int>& served, const std::string& last_uid) {
-      const Status s = node::save_agent_state(options_.state_file, node::AgentState{served, last_uid});
+    if (!saved->served.empty() || !saved->holdings.empty()) {
+      log_info("state restored", {{"file", o.state_file}, {"pods", count(saved->served.size())}, {"holding", count(saved->holdings.size())}});
+    }
+    state_.restore(std::move(*saved));
+    state_.set_persist([this](const node::AgentState& state) {
+      const Status s = node::save_agent_state(options_.state_file, state);
       if (!s.ok()) {
         state_errors_.fetch_add(1);
         log_error("state file not written", {{"reason", s.message()}});
@@ -74,7 +76,17 @@ Status NodeAgent::start() {
 
   // The pods bound here, then the plugin, health and the annotation.
   k8s::FracpackContract contract(o.names);
-  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, o.names.gpu, o.names, contract.selection());
+  node::RecordRules rules;
+  rules.resource = o.names.gpu;
+  rules.names = o.names;
+  rules.scheduler_names = o.scheduler_names;
+  rules.trust = o.trust;
+  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, rules, contract.selection());
+  if (o.client.endpoint.host.empty()) {
+    log_warn("no API server: Allocate answers from the pod watch alone", {{"node", o.node_name}});
+  } else {
+    state_.set_pod_check([this](const node::Assignment& a) { return check_pod(a); });
+  }
   k8s::InformerOptions io;
   io.resource = "/api/v1/pods";
   io.field_selector = node::pods_on_node_selector(o.node_name);
@@ -192,6 +204,48 @@ Status NodeAgent::ready() const {
 }
 
 uint16_t NodeAgent::port() const { return http_ ? http_->port() : 0; }
+
+node::NodeState::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
+  const size_t slash = a.pod_key.find('/');
+  const std::string ns = a.pod_key.substr(0, slash), name = a.pod_key.substr(slash + 1);
+  const std::string path = "/api/v1/namespaces/" + k8s::url_encode(ns) + "/pods/" + k8s::url_encode(name);
+  Result<k8s::HttpResponse> r = Error{"no request"};
+  {
+    std::lock_guard lock(check_mu_);
+    if (!check_client_) check_client_ = std::make_unique<k8s::ApiClient>(options_.client);
+    r = check_client_->request("GET", path);
+  }
+  auto gone = [&](const std::string& why) { return node::NodeState::PodCheck{Error{"pod " + a.pod_key + " " + why}, true}; };
+  if (!r) return node::NodeState::PodCheck{Error{r.message()}, false};
+  if (r->status == 404) return gone("no longer exists");
+  if (r->status != 200) return node::NodeState::PodCheck{Error{"GET " + path + ": HTTP " + std::to_string(r->status)}, false};
+  k8s::FracpackContract contract(options_.names);
+  auto pod = k8s::parse_pod(r->body, contract.selection());
+  if (!pod) return node::NodeState::PodCheck{Error{"GET " + path + ": " + pod.message()}, false};
+  if (pod->meta.uid != a.pod_uid) return gone("was re-created (another UID)");
+  if (pod->node_name != options_.node_name) return gone("is not bound to this node");
+  if (pod->terminal()) return gone("has finished (phase " + pod->phase + "): kubelet rejected or ended it");
+  if (pod->meta.deleting) return gone("is being deleted");
+  node::RecordRules rules;
+  rules.resource = options_.names.gpu;
+  rules.names = options_.names;
+  rules.scheduler_names = options_.scheduler_names;
+  rules.trust = options_.trust;
+  const node::WaitingPod fresh = node::waiting_pod(*pod, rules, options_.node_name);
+  if (!fresh.cards) return gone("cannot be served any more: " + fresh.cards.message());
+  for (size_t i = 0; i < fresh.containers.size(); ++i) {
+    if (fresh.containers[i].name == a.container) {
+      const auto& cards = (*fresh.cards)[i];
+      const bool same = cards.size() == a.cards.size() &&
+                        std::equal(cards.begin(), cards.end(), a.cards.begin(), [](const scheduling::CardShare& x, const scheduling::CardShare& y) {
+                          return x.index == y.index && x.uuid == y.uuid && x.memory_mib == y.memory_mib && x.cores == y.cores;
+                        });
+      if (same) return node::NodeState::PodCheck{Status::Ok(), true};
+      return gone("has another record now than the pod watch showed");
+    }
+  }
+  return gone("has no container " + a.container + " asking for cards");
+}
 
 void NodeAgent::handle(HttpRequest&& request, Reply reply) {
   const std::string_view path = request.path();

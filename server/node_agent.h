@@ -37,6 +37,10 @@ struct NodeAgentOptions {
   std::string node_name;
   k8s::ClientConfig client;
   k8s::ContractNames names;          // the fracpack contract's names (resource, annotations)
+  // Pods of other schedulers are never served; records are served only
+  // when fracpack's extender signed them (security:).
+  std::vector<std::string> scheduler_names = {"fracpack"};
+  k8s::RecordTrust trust;
   node::DevicePluginOptions plugin;  // its resource is names.gpu
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string sysfs = "/sys";
@@ -84,6 +88,9 @@ class NodeAgent {
   void publish_loop(std::stop_token stop);
   void health_loop(std::stop_token stop);
   void add_metrics();
+  // Confirms with the API server that the pod an Allocate is for still
+  // waits as the watch showed it (NodeState::CheckPod).
+  node::NodeState::PodCheck check_pod(const node::Assignment& a);
 
   NodeAgentOptions options_;
   node::NodeState state_;
@@ -97,6 +104,8 @@ class NodeAgent {
   std::unique_ptr<HttpServer> http_;
   std::atomic<bool> published_{false};
   std::atomic<uint64_t> annotation_writes_{0}, annotation_errors_{0}, health_events_{0}, state_errors_{0};
+  std::mutex check_mu_;
+  std::unique_ptr<k8s::ApiClient> check_client_;  // check_pod's connection (kubelet admits one pod at a time)
   mutable std::mutex error_mu_;
   std::string publish_error_;
   std::jthread informer_thread_, plugin_thread_, health_thread_, publish_thread_;

@@ -8,6 +8,7 @@ bool RecentPods::remember(const k8s::Pod& pod) {
   if (pod.meta.uid.empty()) return false;
   const size_t bytes = k8s::approx_bytes(pod);
   std::lock_guard lock(mu_);
+  judge_locked(pod.meta.uid);
   auto it = by_uid_.find(pod.meta.uid);
   if (bytes > max_bytes_ / 8) {
     // Too large to keep: an older copy goes too (it would be stale).
@@ -51,6 +52,26 @@ std::optional<k8s::Pod> RecentPods::recall(const std::string& uid) const {
   auto it = by_uid_.find(uid);
   if (it == by_uid_.end()) return std::nullopt;
   return it->second->pod;
+}
+
+void RecentPods::judge(const std::string& uid) {
+  if (uid.empty()) return;
+  std::lock_guard lock(mu_);
+  judge_locked(uid);
+}
+
+void RecentPods::judge_locked(const std::string& uid) {
+  if (!judged_.insert(uid).second) return;
+  judged_order_.push_back(uid);
+  while (judged_order_.size() > judged_capacity_) {
+    judged_.erase(judged_order_.front());
+    judged_order_.pop_front();
+  }
+}
+
+bool RecentPods::judged(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  return judged_.contains(uid);
 }
 
 size_t RecentPods::size() const {

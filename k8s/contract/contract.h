@@ -77,6 +77,14 @@ class Contract {
   // What a pod bound to `pod.node_name` holds by its annotations; `node` is
   // that node's description (null while it is not known).
   virtual RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const = 0;
+  // The annotations that make the record: written by allocation_annotations,
+  // read back by recorded_allocation, and rewritten by no other component
+  // after the bind. fracpack signs them (k8s/record_signature.h).
+  virtual std::vector<std::string> record_keys() const = 0;
+  // Every pod annotation of the record a namespace user must not write:
+  // record_keys(), those the peer's device plugin rewrites after the bind,
+  // and the signature. The admission webhook guards them (k8s/admission.h).
+  virtual std::vector<std::string> guarded_annotations() const = 0;
   // The pod ("namespace/name") a node agent's per-node lock says is between
   // its bind and Allocate on `node` at `now` (HAMi's hami.io/mutex.lock),
   // "" when none: prioritize ranks a held node last for every other pod, so

@@ -69,6 +69,11 @@ class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> 
   // The allocation record when it parses and names the pod's node; else
   // the flat index list (a partial record); else none.
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+  // fracpack.io/allocation and fracpack.io/gpu-indices (and the signature).
+  std::vector<std::string> record_keys() const override { return {names_.allocation, names_.indices}; }
+  std::vector<std::string> guarded_annotations() const override {
+    return {names_.allocation, names_.indices, std::string(kRecordSignatureAnnotation)};
+  }
 };
 
 // The records' codec (the device plugin side reads the same).

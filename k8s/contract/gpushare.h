@@ -65,6 +65,13 @@ class GpushareContract : public ProfileContract<GpushareNames, GpushareOptions> 
   StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
                                    std::chrono::system_clock::time_point now) const override;
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+  // IDX, POD and DEV: gpushare's device plugin rewrites ASSIGNED and
+  // ASSUME_TIME at Allocate, never these.
+  std::vector<std::string> record_keys() const override { return {names_.index, names_.pod_memory, names_.device_memory}; }
+  std::vector<std::string> guarded_annotations() const override {
+    return {names_.index, names_.device_memory, names_.pod_memory, names_.assigned, names_.assume_time,
+            std::string(kRecordSignatureAnnotation)};
+  }
   // unhealthy-gpu-<node> and unhealthy-<node> in kube-system: the cards
   // data[gpus] lists ("0,2") are unhealthy.
   std::string node_config_map_namespace() const override { return names_.unhealthy_namespace; }

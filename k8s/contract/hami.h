@@ -83,6 +83,13 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
   StringMap allocation_annotations(const Pod& pod, const scheduling::Allocation& allocation, const scheduling::NodeSpec& node,
                                    std::chrono::system_clock::time_point now) const override;
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
+  // vgpu-devices-allocated and vgpu-node: HAMi's device plugin rewrites
+  // to-allocate (consumed per container) and bind-phase, never these.
+  std::vector<std::string> record_keys() const override { return {names_.allocated, names_.vgpu_node}; }
+  std::vector<std::string> guarded_annotations() const override {
+    return {names_.to_allocate, names_.allocated, names_.vgpu_node, names_.vgpu_time, names_.bind_phase, names_.bind_time,
+            std::string(kRecordSignatureAnnotation)};
+  }
   // The pod hami.io/mutex.lock names, unless it is older than nodeLockExpire.
   std::string node_held_by(const Node& node, std::chrono::system_clock::time_point now) const override;
 };

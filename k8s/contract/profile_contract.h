@@ -16,6 +16,7 @@
 #include "k8s/contract/contract.h"
 #include "k8s/contract/foreign.h"
 #include "k8s/contract/kubernetes_rules.h"
+#include "k8s/record_signature.h"
 
 namespace fracpack::k8s {
 
@@ -39,6 +40,7 @@ class ProfileContract : public Contract {
         selection_(names_.selection()),
         resources_(names_.gpu_resources()) {
     foreign_.extend(selection_);
+    selection_.annotation_prefixes.emplace_back(kRecordSignatureAnnotation);
   }
 
   std::string_view profile_;

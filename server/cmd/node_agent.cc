@@ -9,6 +9,7 @@
 #include "server/cmd/commands.h"
 #include "server/log.h"
 #include "server/node_agent.h"
+#include "server/record_keys.h"
 
 namespace fracpack::cli {
 namespace {
@@ -40,6 +41,8 @@ options:
                             (config: nodeAgent.idsPerCard; default 32)
   --without-devices MODE    no NVML or no cards: fail (exit 1) or idle
                             (config: nodeAgent.withoutDevices; default fail)
+  --verify-keys LIST        public keys (PEM files or folders, comma-separated) that sign the
+                            allocation records it serves (config: security.verifyKeys)
   --log-level LEVEL         debug, info, warn, error (default info)
   --log-format FORMAT       json or logfmt (default json)
   --check-config            validate the configuration and flags, then exit (0 valid, 1 not)
@@ -50,7 +53,7 @@ options:
 int cmd_node_agent(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
                           {"config", "node-name", "kubeconfig", "device-plugin-dir", "nvml-library", "listen", "state-file", "ids-per-card",
-                           "without-devices", "log-level", "log-format"},
+                           "without-devices", "verify-keys", "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
@@ -80,6 +83,7 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
     a.ids_per_card = *n;
   }
   if (auto v = args->get("without-devices")) a.without_devices = *v;
+  if (auto v = args->get("verify-keys")) c.security.verify_keys = split_list(*v);
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
@@ -88,11 +92,18 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
                 c.contract.profile + " profile, the peer's own device plugin runs on the nodes)");
   }
   if (a.node_name.empty()) return fail("no node name: give --node-name or set NODE_NAME (the DaemonSet passes spec.nodeName)");
+  auto keys = server::load_record_keys(c.security, server::RecordRole::kNodeAgent);
+  if (!keys) return fail(keys.message());
   if (args->has("check-config")) {
     std::cout << "configuration ok\n";
     return 0;
   }
   start_service_process(c);
+  if (!keys->trust.verifies()) {
+    server::log_warn("allocation records are not verified",
+                     {{"consequence", "any user who may patch a pod can write a record this agent serves"},
+                      {"setting", "security.records: unsigned"}});
+  }
 
   auto client = k8s::cluster_client_config(c.cluster.kubeconfig);
   if (!client) return fail(client.message() + " (give --kubeconfig)");
@@ -101,6 +112,8 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   o.node_name = a.node_name;
   o.client = *client;
   o.names = c.contract.fracpack;
+  o.scheduler_names = c.scheduler_names;
+  o.trust = keys->trust;
   o.plugin.plugin_dir = a.device_plugin_dir;
   o.plugin.slots = static_cast<int>(a.ids_per_card);
   o.plugin.cdi = a.cdi;

@@ -5,6 +5,7 @@
 #include "server/cmd/args.h"
 #include "server/cmd/commands.h"
 #include "server/daemon.h"
+#include "server/record_keys.h"
 #include "server/log.h"
 
 namespace fracpack::cli {
@@ -22,7 +23,7 @@ Flags override the configuration file (config/fracpack.yaml documents every key)
 
 options:
   --config FILE        the YAML configuration
-  --listen ADDR:PORT   listen address (config: listen; default 0.0.0.0:8888)
+  --listen ADDR:PORT   listen address (config: listen; default 127.0.0.1:8888)
   --url-prefix PATH    the verbs' prefix (config: urlPrefix; default /)
   --metrics-listen ADDR:PORT
                        also serve /healthz, /readyz, /metrics, /version (only) here
@@ -35,6 +36,10 @@ options:
   --tls-cert FILE      serve TLS with this certificate chain (PEM) ...
   --tls-key FILE       ... and this private key (PEM); both reloaded when they change
   --tls-client-ca FILE require client certificates signed by this CA (mutual TLS)
+  --signing-key FILE   the Ed25519 key (PEM) allocation records are signed with
+                       (config: security.signingKey; required against an API server)
+  --verify-keys LIST   public keys (PEM files or folders, comma-separated) whose
+                       signatures are accepted beside the signing key's (config: security.verifyKeys)
   --log-level LEVEL    debug, info, warn, error (default info)
   --log-format FORMAT  json or logfmt (default json)
   --check-config       validate the configuration and flags, then exit (0 valid, 1 not)
@@ -45,7 +50,7 @@ options:
 int cmd_serve(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
                           {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "profile", "tls-cert", "tls-key", "tls-client-ca",
-                           "log-level", "log-format"},
+                           "signing-key", "verify-keys", "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
@@ -73,9 +78,16 @@ int cmd_serve(const std::vector<std::string>& argv) {
   if (auto v = args->get("tls-cert")) c.tls.cert_file = *v;
   if (auto v = args->get("tls-key")) c.tls.key_file = *v;
   if (auto v = args->get("tls-client-ca")) c.tls.client_ca_file = *v;
+  if (auto v = args->get("signing-key")) c.security.signing_key = *v;
+  if (auto v = args->get("verify-keys")) c.security.verify_keys = split_list(*v);
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
+  if (auto keys = server::load_record_keys(c.security, c.cluster.snapshot.empty() ? server::RecordRole::kExtender
+                                                                                     : server::RecordRole::kStandaloneExtender);
+      !keys) {
+    return fail(keys.message());
+  }
   if (args->has("check-config")) {
     std::cout << "configuration ok\n";
     return 0;

@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "test/support/record_keys.h"
 #include "test/support/testlib.h"
 
 namespace fracpack::config {
@@ -48,9 +49,16 @@ TEST(ExampleConfig, DocumentsEveryKeyWithItsDefaultValue) {
 }
 
 TEST(ExampleConfig, ChecksCleanThroughTheBinary) {
-  auto r = run_fracpack({"serve", "--config", kExample, "--check-config"});
+  // (With its default records: signed, serving needs a signing key.)
+  auto unkeyed = run_fracpack({"serve", "--config", kExample, "--check-config"});
+  EXPECT_EQ(unkeyed.exit_code, 1);
+  EXPECT_NE(unkeyed.err.find("security.signingKey: required"), std::string::npos) << unkeyed.err;
+  auto r = run_fracpack({"serve", "--config", kExample, "--signing-key", testing::test_signing_key_path(), "--check-config"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "configuration ok\n");
+  auto junk = run_fracpack({"serve", "--config", kExample, "--signing-key", kExample, "--check-config"});
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_NE(junk.err.find("security.signingKey: " + kExample + ": no PEM private key"), std::string::npos) << junk.err;
 }
 
 struct Broken {
@@ -83,7 +91,13 @@ const Broken kBroken[] = {
     {"bad log format", "log:\n  format: xml\n", "2: log.format: expected json or logfmt"},
     {"listen without port", "listen: \"8888\"\n", "1: listen: expected HOST:PORT"},
     {"listen bad port", "listen: \"0.0.0.0:99999\"\n", "1: listen: bad port"},
-    {"metricsListen on listen's port", "listen: \":8888\"\nmetricsListen: \"0.0.0.0:8888\"\n", "2: metricsListen: the port 8888"},
+    {"metricsListen on listen's port", "listen: \"127.0.0.1:8888\"\nmetricsListen: \"0.0.0.0:8888\"\n", "2: metricsListen: the port 8888"},
+    {"verbs open to the network", "listen: \":8888\"\n", "1: listen: \":8888\" is reachable from other hosts and its clients are not authenticated"},
+    {"records neither signed nor unsigned", "security:\n  records: maybe\n", "2: security.records: expected signed or unsigned"},
+    {"unsigned before a non-time", "security:\n  unsignedBefore: yesterday\n", "2: security.unsignedBefore: \"yesterday\" is not an RFC 3339 time"},
+    {"webhook without a certificate", "admission:\n  listen: \":9443\"\n", "2: admission.listen: needs admission.certFile and admission.keyFile"},
+    {"no scheduler name", "schedulerNames: []\n", "1: schedulerNames: must name at least one scheduler"},
+    {"an empty scheduler name", "schedulerNames: [\"\"]\n", "1: schedulerNames: an empty string in the list"},
     {"url prefix without slash", "urlPrefix: scheduler\n", "1: urlPrefix: must start with \"/\""},
     {"certificate without key", "tls:\n  certFile: /tls/tls.crt\n", "2: tls.certFile: needs tls.keyFile"},
     {"key without certificate", "tls:\n  keyFile: /tls/tls.key\n", "2: tls.keyFile: needs tls.certFile"},
@@ -134,7 +148,7 @@ TEST(CheckConfig, FlagsOverrideTheFileAndAreValidatedToo) {
   std::ofstream(path) << "policy:\n  name: magic\n";
   // The file's bad value is refused...
   EXPECT_EQ(run_fracpack({"serve", "--config", path, "--check-config"}).exit_code, 1);
-  std::ofstream(path) << "policy:\n  name: fgd\nlisten: \":8888\"\n";
+  std::ofstream(path) << "policy:\n  name: fgd\nlisten: \"127.0.0.1:8888\"\nsecurity:\n  signingKey: \"" << testing::test_signing_key_path() << "\"\n";
   // ... a flag's bad value too, naming the key ...
   auto bad = run_fracpack({"serve", "--config", path, "--policy", "magic", "--check-config"});
   EXPECT_EQ(bad.exit_code, 1);
@@ -157,7 +171,7 @@ TEST(CheckConfig, FlagsOverrideTheFileAndAreValidatedToo) {
 
 TEST(CheckConfig, TheNodeAgentTakesItsNodeFromTheFlagThenTheEnvironmentAndSpeaksFracpackOnly) {
   const std::string path = ::testing::TempDir() + "fracpack-agent.yaml";
-  std::ofstream(path) << "nodeAgent:\n  idsPerCard: 8\n";
+  std::ofstream(path) << "nodeAgent:\n  idsPerCard: 8\nsecurity:\n  verifyKeys: [\"" << testing::test_verify_key_path() << "\"]\n";
   auto nameless = run_fracpack({"node-agent", "--config", path, "--check-config"});
   EXPECT_EQ(nameless.exit_code, 1);
   EXPECT_NE(nameless.err.find("no node name: give --node-name or set NODE_NAME"), std::string::npos) << nameless.err;
@@ -165,6 +179,11 @@ TEST(CheckConfig, TheNodeAgentTakesItsNodeFromTheFlagThenTheEnvironmentAndSpeaks
   auto bad_ids = run_fracpack({"node-agent", "--node-name", "gpu-1", "--ids-per-card", "0", "--check-config"});
   EXPECT_EQ(bad_ids.exit_code, 2);
   EXPECT_NE(bad_ids.err.find("--ids-per-card: expected a whole number 1..1024"), std::string::npos) << bad_ids.err;
+  // Records are served only when they verify: no key, no agent.
+  auto keyless = run_fracpack({"node-agent", "--node-name", "gpu-1", "--check-config"});
+  EXPECT_EQ(keyless.exit_code, 1);
+  EXPECT_NE(keyless.err.find("security.verifyKeys: no public key"), std::string::npos) << keyless.err;
+  EXPECT_EQ(run_fracpack({"node-agent", "--node-name", "gpu-1", "--verify-keys", testing::test_verify_key_path(), "--check-config"}).exit_code, 0);
   std::ofstream(path) << "contract:\n  profile: hami\n";
   auto hami = run_fracpack({"node-agent", "--config", path, "--node-name", "gpu-1", "--check-config"});
   EXPECT_EQ(hami.exit_code, 1);

@@ -50,7 +50,7 @@ std::string json_of(const std::string& name, const std::string& node, const std:
 }
 
 TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.begin_pod_list(false);
   ASSERT_TRUE(state.list_pod(bound_share_pod("a", "n1", 0)).ok());
@@ -66,7 +66,7 @@ TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
 }
 
 TEST(ClusterState, APodProvenGoneIsNotBroughtBackByALateEvent) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.apply_pod(decoded_pod(json_of("a", "")));
   reserve(state, "u-a", "n1", 0);
@@ -82,7 +82,7 @@ TEST(ClusterState, APodProvenGoneIsNotBroughtBackByALateEvent) {
 // A pod the store never saw (kube-scheduler sent it with filter) was bound;
 // a quorum list started after its Binding that lacks it proves it gone.
 TEST(ClusterState, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   reserve(state, "u-a", "n1", 0);
   state.note_bound("u-a", std::chrono::steady_clock::now() - 1s);
@@ -93,7 +93,7 @@ TEST(ClusterState, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
 }
 
 TEST(ClusterState, PodsAreFoundByUidOrName) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_pod(decoded_pod(json_of("a", "")));
   ASSERT_TRUE(state.pod("u-a").has_value());
   ASSERT_TRUE(state.pod_by_name("default", "a").has_value());
@@ -105,7 +105,7 @@ TEST(ClusterState, PodsAreFoundByUidOrName) {
 }
 
 TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   // Another writer put half a card on card 0 and a whole card 1 in use.
   auto r = reserve_and_catch_up(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0)), decoded_pod(bound_share_pod("whole", "n1", 1, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
@@ -123,7 +123,7 @@ TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods)
 }
 
 TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   auto r = reserve_and_catch_up(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->rechosen);
@@ -136,7 +136,7 @@ TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
 }
 
 TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   auto r = reserve_and_catch_up(state, 1, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("bound by another scheduler"), std::string::npos) << r.message();
@@ -153,7 +153,7 @@ TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
 // scheduler bound there; the second one's fence then finds nothing new, but
 // its reservation no longer fits beside that pod and must move.
 TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheckedToo) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   reserve(state, "first", "n1", 1);
   reserve(state, "second", "n1", 0);
@@ -172,7 +172,7 @@ TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheck
 // The API server shows the pod being bound already bound here, with
 // another replica's cards: those are what it holds.
 TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   reserve(state, "u-mine", "n1", 0);
   auto r = state.catch_up("n1", {decoded_pod(bound_share_pod("mine", "n1", 1))}, "u-mine", [](const Ledger&) -> Result<Allocation> {
@@ -189,7 +189,7 @@ TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
 }
 
 TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.apply_pod(decoded_pod(bound_share_pod("seen", "n1", 1)));
   reserve(state, "mine", "n1", 0);
@@ -207,7 +207,7 @@ TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
 // A read may predate a deletion the watch has already applied: the pod must
 // not come back (nothing would ever remove it again).
 TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   const k8s::Pod gone = decoded_pod(bound_share_pod("gone", "n1", 0, 100, 16384));
   state.apply_pod(gone);
@@ -220,7 +220,7 @@ TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
 }
 
 TEST(ClusterStateCatchUp, AReservationReleasedMeanwhileIsNotBound) {
-  k8s::ClusterState state({nullptr, 30s, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   auto r = state.catch_up("n1", {}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
   ASSERT_FALSE(r.ok());

@@ -8,6 +8,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/gpushare.h"
 #include "test/support/cluster_harness.h"
+#include "test/support/record_keys.h"
 
 namespace fracpack::k8s {
 namespace {
@@ -29,9 +30,11 @@ Node node(const std::string& name, int gpus) { return *parse_node(node_object(na
 
 struct Built {
   std::vector<std::string> problems;
+  std::vector<RecordReport> reports;  // what pods' owners are told
   LedgerBuilder builder;
-  explicit Built(const Contract& c = kContract)
-      : builder(c, [this](std::string object, std::string message) { problems.push_back(object + ": " + message); }) {}
+  explicit Built(const Contract& c = kContract, RecordTrust trust = {})
+      : builder(c, [this](std::string object, std::string message) { problems.push_back(object + ": " + message); }, std::move(trust),
+                [this](const RecordReport& r) { reports.push_back(r); }) {}
   const scheduling::Ledger& ledger() const { return builder.ledger(); }
   bool cordoned(const std::string& n) const {
     for (const auto& c : ledger().node(n)->cards()) {
@@ -159,7 +162,7 @@ class UuidRecordContract : public FracpackContract {
     for (const auto& c : n->cards) {
       if (c.uuid != *uuid) continue;
       r.kind = RecordedAllocation::Kind::kAllocation;
-      r.allocation = scheduling::Allocation{p.node_name, {{"c", false, {scheduling::CardShare{c.index, c.uuid, 0, 1000}}}}};
+      r.allocation = scheduling::Allocation{p.node_name, {{p.containers[0].name, false, {scheduling::CardShare{c.index, c.uuid, 0, 1000}}}}};
     }
     return r;
   }
@@ -222,6 +225,119 @@ TEST(LedgerBuilder, AContractsConfigMapsApplyToTheirNodeUntilDeleted) {
   b.builder.delete_config_map("kube-system", "unhealthy-gpu-n1");
   EXPECT_EQ(health("n1"), (std::vector<bool>{true, true}));
   EXPECT_EQ(b.problems.size(), 1u);
+}
+
+
+// --- records a namespace user may have written (README "Security model") ---
+
+// A pod "<name>" (uid "u-<name>") on n1 asking half a card, with `annotations`.
+Pod half(const std::string& name, std::map<std::string, std::string> annotations) {
+  return pod(name, "n1", {{"fracpack.io/gpu", "1"}, {"fracpack.io/gpu-cores", "50"}, {"fracpack.io/gpu-memory", "8192"}},
+             std::move(annotations));
+}
+
+std::map<std::string, std::string> signed_half(const std::string& name, int card) {
+  return testing::signed_record(kContract, "u-" + name, "n1",
+                                {{"fracpack.io/allocation", allocation_annotation("n1", {{card, 50}}, 8192)},
+                                 {"fracpack.io/gpu-indices", std::to_string(card)}});
+}
+
+TEST(LedgerBuilder, ASignedRecordIsChargedAndAHandWrittenOneIsNot) {
+  Built b(kContract, testing::test_trust());
+  b.builder.apply_node(node("n1", 4));
+  b.builder.apply_bound_pod(half("signed", signed_half("signed", 3)));
+  EXPECT_EQ(b.ledger().node("n1")->use()[3].cores, 500);
+  EXPECT_TRUE(b.reports.empty());
+  // The same record written by hand on another pod naming card 3 too: not
+  // followed; charged where the request would go now (not card 3's half
+  // beside the signed pod's, which would double-book it if both are real).
+  b.builder.apply_bound_pod(half("forged", {{"fracpack.io/allocation", allocation_annotation("n1", {{2, 100}}, 40960)}}));
+  const auto& use = b.ledger().node("n1")->use();
+  EXPECT_EQ(use[2].cores, 0) << "the forged record's card is not charged";
+  EXPECT_EQ(use[0].cores + use[1].cores + use[2].cores + use[3].cores, 1000) << "charged its request (half a card), by inference";
+  ASSERT_EQ(b.reports.size(), 1u);
+  EXPECT_EQ(b.reports[0].reason, "FracpackRecordRejected");
+  EXPECT_EQ(b.reports[0].namespace_name, "d");
+  EXPECT_EQ(b.reports[0].name, "forged");
+  EXPECT_NE(b.reports[0].message.find("no annotation fracpack.io/allocation-signature"), std::string::npos) << b.reports[0].message;
+  EXPECT_EQ(b.builder.counters().rejected_records, 1u);
+  EXPECT_EQ(b.builder.records_by_key().at(testing::test_signer()->key_id()), 1);
+  EXPECT_EQ(b.builder.records_by_key().at("none"), 1);
+  // A record copied from the signed pod onto another: its signature names another UID.
+  b.builder.apply_bound_pod(half("copy", signed_half("signed", 3)));
+  EXPECT_EQ(b.builder.counters().rejected_records, 2u);
+  EXPECT_LE(b.ledger().node("n1")->use()[3].cores, 1000);
+}
+
+TEST(LedgerBuilder, APodThatAsksNoGpuIsChargedNoCardWhateverItsRecordSays) {
+  // Attack: a CPU pod with spec.nodeName and a record naming two free cards.
+  for (bool verified : {false, true}) {
+    Built b(kContract, verified ? testing::test_trust() : RecordTrust{});
+    b.builder.apply_node(node("n1", 4));
+    auto annotations = std::map<std::string, std::string>{
+        {"fracpack.io/allocation", R"({"node":"n1","containers":[{"name":"main","cards":[{"index":0,"memoryMiB":16384,"cores":100},)"
+                                   R"({"index":1,"memoryMiB":16384,"cores":100}]}]})"}};
+    if (verified) annotations = testing::signed_record(kContract, "u-cpu", "n1", annotations);  // even one signed (another version's)
+    b.builder.apply_bound_pod(pod("cpu", "n1", {}, annotations));
+    for (const auto& u : b.ledger().node("n1")->use()) EXPECT_EQ(u.cores, 0) << verified;
+    EXPECT_EQ(b.ledger().node("n1")->cpu_requested(), 1000) << "its CPU is charged";
+    ASSERT_EQ(b.reports.size(), 1u);
+    EXPECT_EQ(b.reports[0].reason, "FracpackRecordIgnored");
+  }
+}
+
+TEST(LedgerBuilder, ARecordChangedAfterTheChargeIsReportedAndNotFollowed) {
+  // Attack: patch your own running pod's record to another card, then wait
+  // for the extender to read it again.
+  for (bool verified : {false, true}) {
+    Built b(kContract, verified ? testing::test_trust() : RecordTrust{});
+    b.builder.apply_node(node("n1", 4));
+    const auto record = verified ? signed_half("mine", 0)
+                                 : std::map<std::string, std::string>{{"fracpack.io/allocation", allocation_annotation("n1", {{0, 50}}, 8192)}};
+    b.builder.apply_bound_pod(half("mine", record));
+    auto patched = record;
+    patched["fracpack.io/allocation"] = allocation_annotation("n1", {{3, 50}}, 8192);
+    for (int i = 0; i < 3; ++i) b.builder.apply_bound_pod(half("mine", patched));  // and its status updates after
+    const auto& use = b.ledger().node("n1")->use();
+    EXPECT_EQ(use[0].cores, 500) << "the card it holds stays charged";
+    EXPECT_EQ(use[3].cores, 0);
+    ASSERT_EQ(b.reports.size(), 1u) << "reported once";
+    EXPECT_EQ(b.reports[0].reason, "FracpackRecordChanged");
+    EXPECT_EQ(b.builder.counters().changed_records, 1u);
+    // Back to what it was: nothing to report, the charge as before.
+    b.builder.apply_bound_pod(half("mine", record));
+    EXPECT_EQ(b.ledger().node("n1")->use()[0].cores, 500);
+    EXPECT_EQ(b.reports.size(), 1u);
+  }
+}
+
+TEST(LedgerBuilder, ARecordHoldingMoreThanThePodAsksIsNotFollowed) {
+  Built b;  // even with records taken as written
+  b.builder.apply_node(node("n1", 2));
+  // Asks half a card, records a whole one (and another container's card).
+  b.builder.apply_bound_pod(half("greedy", {{"fracpack.io/allocation", allocation_annotation("n1", {{1, 100}}, 16384)}}));
+  const auto& use = b.ledger().node("n1")->use();
+  EXPECT_EQ(use[0].cores + use[1].cores, 500);
+  ASSERT_EQ(b.reports.size(), 1u);
+  EXPECT_NE(b.reports[0].message.find("more than the 50% asked"), std::string::npos) << b.reports[0].message;
+  b.builder.apply_bound_pod(half("other", {{"fracpack.io/allocation", allocation_annotation("n1", {{1, 50}}, 8192, "sidecar")}}));
+  ASSERT_EQ(b.reports.size(), 2u);
+  EXPECT_NE(b.reports[1].message.find("container sidecar asks for no GPU"), std::string::npos) << b.reports[1].message;
+}
+
+TEST(LedgerBuilder, WithVerifiedRecordsNoPodClosesItsNode) {
+  // A pod creator who bypasses the scheduler (spec.nodeName) asking what
+  // cannot fit, or what cannot be read, must not stop every placement on
+  // the node; it is reported and charged its CPU and memory.
+  Built b(kContract, testing::test_trust());
+  b.builder.apply_node(node("n1", 1));
+  b.builder.apply_bound_pod(pod("big", "n1", {{"fracpack.io/gpu", "4"}}));
+  b.builder.apply_bound_pod(pod("bad", "n1", {{"fracpack.io/gpu-cores", "300"}}));
+  EXPECT_FALSE(b.cordoned("n1"));
+  EXPECT_EQ(b.ledger().node("n1")->use()[0].cores, 0);
+  EXPECT_EQ(b.ledger().node("n1")->cpu_requested(), 1000) << "the pod that can be read";
+  ASSERT_EQ(b.reports.size(), 1u);
+  EXPECT_EQ(b.reports[0].name, "big");
 }
 
 }  // namespace

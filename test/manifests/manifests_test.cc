@@ -422,9 +422,9 @@ void check_node_agent(const Objects& objects, const config::Config& fc, Problems
   }
   const std::string sa = str(pod["serviceAccountName"]);
   if (!find(objects, "ServiceAccount", sa)) out.push_back("DaemonSet: serviceAccountName has no ServiceAccount");
-  const std::set<std::string> want = {"|nodes|get", "|nodes|patch", "|pods|list", "|pods|watch"};
+  const std::set<std::string> want = {"|nodes|get", "|nodes|patch", "|pods|get", "|pods|list", "|pods|watch"};
   if (cluster_grants(objects, sa, str((*ds)["metadata"]["namespace"]), out) != want) {
-    out.push_back("node-agent: cluster-wide grants must be exactly get+patch nodes, list+watch pods");
+    out.push_back("node-agent: cluster-wide grants must be exactly get+patch nodes, get+list+watch pods");
   }
 }
 
@@ -638,6 +638,10 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
        [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "leaderElect: true", "leaderElect: true\n  leaseDuration: 12s"); },
        "must be shorter than kube-scheduler's leaseDuration - renewDeadline"},
       {"verbs on the network", [&](Objects& o) { cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\""); },
+       "is reachable from other hosts and its clients are not authenticated"},
+      {"verbs on the network, allowed", [&](Objects& o) {
+         cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\"\nsecurity:\n  allowUnauthenticatedListen: true");
+       },
        "the verbs belong on 127.0.0.1"},
       {"a broken fracpack config", [&](Objects& o) { cm_data(o, "fracpack.yaml", "policy:", "polcy:"); }, "polcy: unknown key"},
       {"writable root", [&](Objects& o) { deployment(o)["spec"]["template"]["spec"]["containers"][1]["securityContext"]["readOnlyRootFilesystem"] = false; },
@@ -715,6 +719,8 @@ TEST(Manifests, RbacMatchesTheCode) {
       // The node agent (its own ServiceAccount, manifests/node-agent.yaml):
       // its Node's device annotation, and the pods on its node.
       {std::regex(R"re(path = "/api/v1/nodes/" \+ k8s::url_encode\(node_\);)re"), "|nodes|get+patch (node agent)"},
+      {std::regex(R"re(path = "/api/v1/namespaces/" \+ k8s::url_encode\(ns\) \+ "/pods/" \+ k8s::url_encode\(name\);)re"),
+       "|pods|get (node agent: the pod an Allocate is for)"},
   };
   std::set<std::string> used;
   size_t calls = 0;
@@ -740,7 +746,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 14u);
+  EXPECT_EQ(calls, 15u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 

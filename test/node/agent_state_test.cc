@@ -16,7 +16,9 @@ TEST(AgentState, WritesAndReadsBackWhatWasServed) {
   auto empty = load_agent_state(path);  // the first start: no file
   ASSERT_TRUE(empty) << empty.message();
   EXPECT_EQ(*empty, AgentState{});
-  const AgentState s{{{"uid-a", 2}, {"uid-b", 1}}, "uid-a"};
+  const AgentState s{{{"uid-a", 2}, {"uid-b", 1}},
+                     "uid-a",
+                     {{"uid-a", Holding{"ns/a", {{0, 8192, 500, 2}, {3, 40960, 1000, 1}}}}, {"uid-c", Holding{"ns/c", {}}}}};
   ASSERT_TRUE(save_agent_state(path, s).ok());
   auto back = load_agent_state(path);
   ASSERT_TRUE(back) << back.message();
@@ -32,6 +34,9 @@ TEST(AgentState, AMalformedFileNamesItsLine) {
            {"served uid-a 2 3\n", "s:1: \"served uid-a\" needs a container count"},
            {"last a b\n", "s:1: \"last\" takes one pod UID"},
            {"next uid\n", "s:1: unknown entry \"next\""},
+           {"holds uid-a ns/a\n", "s:1: \"holds uid-a\" needs a namespace/name and the charges"},
+           {"holds uid-a ns/a 0:1:2\n", "s:1: \"holds uid-a\": \"0:1:2\" is not card:memoryMiB:coresMilli:shares"},
+           {"holds uid-a ns/a 0:1:2:3,x\n", "s:1: \"holds uid-a\": \"x\" is not card"},
            {"served\n", "s:1: expected \"last <uid>\" or \"served <uid> <count>\""}}) {
     auto r = parse_agent_state(text, "s");
     ASSERT_FALSE(r) << text;

@@ -34,7 +34,7 @@ TEST(NodeState, ARestoredAdmissionSurvivesAnAllocateBeforeThePodsAreListed) {
   // while it waits nothing forgets which pod kubelet is in.
   NodeState state;
   const WaitingPod p = two_containers();
-  state.restore({{p.uid, 1}}, p.uid);
+  state.restore(AgentState{{{p.uid, 1}}, p.uid, {}});
   std::jthread watch = list_later(state, {p});
   auto a = state.allocate(1, Clock::now() + 5s);
   watch.join();
@@ -46,9 +46,9 @@ TEST(NodeState, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
   NodeState state;
   int writes = 0;
   std::map<std::string, int> last;
-  state.set_persist([&](const std::map<std::string, int>& served, const std::string&) {
+  state.set_persist([&](const AgentState& saved) {
     ++writes;
-    last = served;
+    last = saved.served;
   });
   const WaitingPod p = two_containers();
   std::jthread watch = list_later(state, {p});
@@ -59,12 +59,16 @@ TEST(NodeState, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
   EXPECT_EQ(last.at(p.uid), 1);
   ASSERT_TRUE(state.allocate(1, Clock::now() + 1s).ok());
   EXPECT_EQ(writes, 2);
-  // Refusals with nothing served and no pod begun change nothing to keep.
+  // The pod gone: its count and what it held are dropped at once.
   state.set_pods({});
-  EXPECT_FALSE(state.allocate(1, Clock::now() + 10ms).ok());
-  EXPECT_EQ(writes, 3);  // the pod is gone: its count is dropped
-  EXPECT_FALSE(state.allocate(1, Clock::now() + 10ms).ok());
   EXPECT_EQ(writes, 3);
+  EXPECT_TRUE(last.empty());
+  // A refusal ends the admission kubelet was in (the last pod is forgotten);
+  // refusals with nothing served and no pod begun change nothing to keep.
+  EXPECT_FALSE(state.allocate(1, Clock::now() + 10ms).ok());
+  EXPECT_EQ(writes, 4);
+  EXPECT_FALSE(state.allocate(1, Clock::now() + 10ms).ok());
+  EXPECT_EQ(writes, 4);
 }
 
 TEST(NodeState, PreferredAllocationWaitsForThePodWatchToo) {
@@ -74,6 +78,134 @@ TEST(NodeState, PreferredAllocationWaitsForThePodWatchToo) {
   watch.join();
   ASSERT_TRUE(a.ok()) << a.message();
   EXPECT_EQ(a->container, "first");
+}
+
+
+// --- the agent's own account and the API server's word ---
+
+std::vector<GpuDevice> two_cards() {
+  std::vector<GpuDevice> out;
+  for (int i = 0; i < 2; ++i) {
+    GpuDevice d;
+    d.index = i;
+    d.uuid = "GPU-" + std::to_string(i);
+    d.memory_mib = 40960;
+    out.push_back(d);
+  }
+  return out;
+}
+
+WaitingPod one(const std::string& name, const std::string& created, CardShare card) {
+  return test::waiting_pod(name, created, {{GpuContainer{"main", false, 1}, {std::move(card)}}});
+}
+
+TEST(NodeState, TheAgentsAccountRefusesACardAnotherLivePodHolds) {
+  // A running pod holds card 0 whole (the agent served it, or its signed
+  // record says so); a record naming card 0 for another pod — an extender
+  // that lost track after a tampered record and a restart — is refused,
+  // and the message names no other pod (kubelet shows it to this pod's owner).
+  NodeState state;
+  state.set_devices(two_cards());
+  std::map<std::string, LivePod> live = {{"uid-r", LivePod{"team-a/trainer", std::vector<scheduling::CardCharge>{{0, 40960, 1000, 1}}}}};
+  state.set_pods({one("p", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500})}, live);
+  auto refused = state.allocate(1, Clock::now() + 100ms);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("card 0 (GPU-0) is already held by other pods on this node (100% compute, 40960 MiB)"),
+            std::string::npos) << refused.message();
+  EXPECT_EQ(refused.message().find("trainer"), std::string::npos) << "another team's pod is not named";
+  // A card no one holds is served; once the running pod is gone, card 0 too.
+  state.set_pods({one("q", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500})}, live);
+  ASSERT_TRUE(state.allocate(1, Clock::now() + 100ms).ok());
+  state.set_pods({one("p", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500})}, {});
+  EXPECT_TRUE(state.allocate(1, Clock::now() + 100ms).ok());
+}
+
+TEST(NodeState, WhatItServedCountsUntilThePodIsGoneWhateverItsRecordSaysLater) {
+  NodeState state;
+  state.set_devices(two_cards());
+  const WaitingPod first = one("first", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 30000, 600});
+  state.set_pods({first});
+  ASSERT_TRUE(state.allocate(1, Clock::now() + 100ms).ok());
+  // Running now, and its record was patched (not signed: no charges known).
+  std::map<std::string, LivePod> live = {{first.uid, LivePod{first.key, std::nullopt}}};
+  state.set_pods({one("second", "2026-01-01T00:00:01Z", CardShare{0, "GPU-0", 20000, 500})}, live);
+  auto refused = state.allocate(1, Clock::now() + 100ms);
+  ASSERT_FALSE(refused.ok()) << "60% and 30000 MiB served to `first` still count";
+  EXPECT_NE(refused.message().find("card 0"), std::string::npos) << refused.message();
+  // It survives the agent's restart: the state file keeps it.
+  AgentState saved;
+  state.set_persist([&](const AgentState& a) { saved = a; });
+  state.set_pods({}, live);
+  ASSERT_EQ(saved.holdings.count(first.uid), 1u);
+  EXPECT_EQ(saved.holdings.at(first.uid).charges.at(0).cores, 600);
+}
+
+TEST(NodeState, APodTheApiServerShowsGoneOrChangedIsPassedOver) {
+  // The watch still shows `a` (deleted, or failed by kubelet, a moment
+  // ago); the API server does not: the Allocate goes to `b`.
+  NodeState state;
+  state.set_devices(two_cards());
+  std::vector<std::string> asked;
+  state.set_pod_check([&](const Assignment& a) {
+    asked.push_back(a.pod_key);
+    if (a.pod_uid == "uid-a") return NodeState::PodCheck{Error{"pod default/a no longer exists"}, true};
+    return NodeState::PodCheck{Status::Ok(), true};
+  });
+  WaitingPod a = one("a", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500});
+  WaitingPod b = one("b", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500});
+  a.arrival = 1;
+  b.arrival = 2;
+  state.set_pods({a, b});
+  auto served = state.allocate(1, Clock::now() + 1s);
+  ASSERT_TRUE(served.ok()) << served.message();
+  EXPECT_EQ(served->pod_key, "default/b");
+  EXPECT_EQ(asked, (std::vector<std::string>{"default/a", "default/b"}));
+}
+
+TEST(NodeState, APodKubeletRejectedHalfwayIsNotContinued) {
+  // kubelet allocated `half`'s first container, then rejected the pod (its
+  // topology manager); the next Allocate of one device is `next`'s, not
+  // half's second container.
+  NodeState state;
+  state.set_devices(two_cards());
+  bool rejected = false;
+  state.set_pod_check([&](const Assignment& a) {
+    if (a.pod_uid == "uid-half" && rejected) return NodeState::PodCheck{Error{"pod default/half has finished (phase Failed)"}, true};
+    return NodeState::PodCheck{Status::Ok(), true};
+  });
+  WaitingPod half = test::waiting_pod("half", "2026-01-01T00:00:00Z",
+                                      {{GpuContainer{"one", false, 1}, {CardShare{0, "GPU-0", 1024, 100}}},
+                                       {GpuContainer{"two", false, 1}, {CardShare{0, "GPU-0", 1024, 100}}}});
+  WaitingPod next = one("next", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500});
+  half.arrival = 1;
+  next.arrival = 2;
+  state.set_pods({half, next});
+  auto first = state.allocate(1, Clock::now() + 1s);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->container, "one");
+  rejected = true;  // the watch has not seen the Failed status yet; the API server has
+  auto second = state.allocate(1, Clock::now() + 1s);
+  ASSERT_TRUE(second.ok()) << second.message();
+  EXPECT_EQ(second->pod_key, "default/next");
+}
+
+TEST(NodeState, AnAllocateThatCannotBeConfirmedIsRefusedAtItsDeadline) {
+  NodeState state;
+  state.set_devices(two_cards());
+  int tries = 0;
+  state.set_pod_check([&](const Assignment&) {
+    ++tries;
+    return NodeState::PodCheck{Error{"connection refused"}, false};
+  });
+  state.set_pods({one("a", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500})});
+  const auto start = Clock::now();
+  auto refused = state.allocate(1, start + 500ms);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("cannot confirm pod default/a with the API server: connection refused"), std::string::npos)
+      << refused.message();
+  EXPECT_GE(Clock::now() - start, 450ms);
+  EXPECT_GE(tries, 2) << "retried until the deadline";
+  EXPECT_LE(tries, 5) << "not in a busy loop";
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/record_keys.h"
+
 namespace fracpack::node {
 namespace {
 
@@ -28,12 +30,20 @@ k8s::Pod bound_pod(const std::string& record) {
   return p;
 }
 
+// Records taken as written, any scheduler: what this file tests is the
+// reading (signatures and scheduler names have their own tests below).
+RecordRules plain_rules() {
+  RecordRules r;
+  r.scheduler_names.clear();
+  return r;
+}
+
 const char* kRecord =
     R"({"node":"n1","containers":[{"name":"setup","init":true,"cards":[{"index":0,"uuid":"GPU-a","memoryMiB":1024,"cores":10}]},)"
     R"({"name":"main","cards":[{"index":0,"uuid":"GPU-a","memoryMiB":4096,"cores":0},{"index":1,"uuid":"GPU-b","memoryMiB":4096,"cores":0}]}]})";
 
 TEST(NodeRecords, AWaitingPodsContainersInKubeletsOrderWithTheirCards) {
-  WaitingPod w = waiting_pod(bound_pod(kRecord), "fracpack.io/gpu", {}, "n1");
+  WaitingPod w = waiting_pod(bound_pod(kRecord), plain_rules(), "n1");
   ASSERT_TRUE(w.cards.ok()) << w.cards.message();
   EXPECT_EQ(w.key, "ns/p");
   ASSERT_EQ(w.containers.size(), 2u);
@@ -49,7 +59,7 @@ TEST(NodeRecords, AWaitingPodsContainersInKubeletsOrderWithTheirCards) {
 
 TEST(NodeRecords, ARecordThatCannotServeSaysWhy) {
   auto why = [](const k8s::Pod& p) {
-    WaitingPod w = waiting_pod(p, "fracpack.io/gpu", {}, "n1");
+    WaitingPod w = waiting_pod(p, plain_rules(), "n1");
     return w.cards.ok() ? std::string("ok") : w.cards.message();
   };
   EXPECT_EQ(why(bound_pod("")), "no annotation fracpack.io/allocation (was it bound by fracpack?)");
@@ -102,6 +112,71 @@ TEST(NodeRecords, TheDeviceAnnotationReadsBackThroughTheContract) {
   EXPECT_EQ(spec->cards[0].max_sharers, 32);
   EXPECT_TRUE(spec->cards[0].healthy);
   EXPECT_FALSE(spec->cards[1].healthy);
+}
+
+
+// --- whose records are served (README "Security model") ---
+
+// The pod as fracpack's extender binds it: schedulerName fracpack, the
+// record signed by the test key (or by `signer`).
+k8s::Pod signed_pod(const std::string& record = kRecord) {
+  k8s::Pod p = bound_pod(record);
+  p.scheduler_name = "fracpack";
+  p.meta.annotations.emplace_back("fracpack.io/gpu-indices", "0,1");
+  const std::string message = k8s::record_message(p.meta.uid, "n1", {"fracpack.io/allocation", "fracpack.io/gpu-indices"}, p.meta.annotations);
+  p.meta.annotations.emplace_back(std::string(k8s::kRecordSignatureAnnotation), testing::test_signer()->sign(message));
+  return p;
+}
+
+RecordRules verifying_rules() {
+  RecordRules r;
+  r.trust = testing::test_trust();
+  return r;
+}
+
+std::string why(const k8s::Pod& p) {
+  WaitingPod w = waiting_pod(p, verifying_rules(), "n1");
+  return w.cards.ok() ? std::string("ok") : w.cards.message();
+}
+
+TEST(NodeRecords, OnlyRecordsTheExtenderSignedAreServed) {
+  EXPECT_EQ(why(signed_pod()), "ok");
+  WaitingPod w = waiting_pod(signed_pod(), verifying_rules(), "n1");
+  ASSERT_EQ(w.holding.size(), 2u) << "the whole record, for the agent's account";
+  EXPECT_EQ(w.holding[0].index, 0);
+  EXPECT_EQ(w.holding[0].memory_mib, 4096) << "card 0: the app container's 4096 MiB beside the init container's 1024";
+  // Written by hand (attack: a record naming the card another team holds).
+  k8s::Pod forged = bound_pod(kRecord);
+  forged.scheduler_name = "fracpack";
+  EXPECT_NE(why(forged).find("annotation fracpack.io/allocation is not fracpack's: no annotation fracpack.io/allocation-signature"),
+            std::string::npos) << why(forged);
+  // Signed, then edited to take another card.
+  k8s::Pod edited = signed_pod();
+  std::string& record = edited.meta.annotations[0].second;
+  record.replace(record.find("\"index\":1"), 9, "\"index\":3");
+  EXPECT_NE(why(edited).find("does not match the record"), std::string::npos) << why(edited);
+  // Signed for this pod, copied onto another.
+  k8s::Pod copied = signed_pod();
+  copied.meta.uid = "uid-q";
+  EXPECT_NE(why(copied).find("does not match the record"), std::string::npos) << why(copied);
+}
+
+TEST(NodeRecords, PodsOfAnotherSchedulerAreNeverServed) {
+  k8s::Pod other = signed_pod();
+  other.scheduler_name = "default-scheduler";
+  EXPECT_EQ(why(other), "schedulerName \"default-scheduler\" is not fracpack's: its cards were not chosen by fracpack");
+  k8s::Pod none = signed_pod();
+  none.scheduler_name.clear();  // spec.nodeName set by hand: defaulted to default-scheduler, or empty in a test
+  EXPECT_NE(why(none).find("is not fracpack's"), std::string::npos);
+}
+
+TEST(NodeRecords, ALivePodHoldsWhatItsSignedRecordSaysAndNothingElse) {
+  const LivePod signed_live = live_pod(signed_pod(), verifying_rules(), "n1");
+  ASSERT_TRUE(signed_live.charges.has_value());
+  EXPECT_EQ(signed_live.charges->size(), 2u);
+  k8s::Pod forged = bound_pod(kRecord);
+  forged.scheduler_name = "fracpack";
+  EXPECT_FALSE(live_pod(forged, verifying_rules(), "n1").charges.has_value());
 }
 
 }  // namespace

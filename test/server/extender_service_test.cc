@@ -12,6 +12,7 @@
 
 #include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
+#include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
@@ -227,7 +228,7 @@ TEST(ExtenderBind, RetriedBindIsIdempotentAndUnknownPodsFailWithAMessage) {
   auto objects = small_cluster();
   objects.push_back(gpu_pod("p", "u-p", 30));
   Standalone s(objects);
-  ASSERT_TRUE(s.driver().bind("default", "p", "u-p", "n1").ok());
+  ASSERT_TRUE(s.driver().introduce_and_bind(objects.back(), "n1").ok());
   ASSERT_TRUE(s.driver().bind("default", "p", "u-p", "n1").ok()) << "a retried bind (lost answer) succeeds";
   const int64_t used = s.state().read([](const scheduling::Ledger& l) {
     int64_t sum = 0;
@@ -247,6 +248,51 @@ TEST(ExtenderBind, RetriedBindIsIdempotentAndUnknownPodsFailWithAMessage) {
   EXPECT_NE(unknown.message().find("not known"), std::string::npos) << unknown.message();
 }
 
+// Whoever reaches the verbs could otherwise bind any pod with fracpack's
+// rights: only pods of fracpack's scheduler, and only after fracpack's
+// filter judged them (kube-scheduler's cycle always does).
+TEST(ExtenderBind, OnlyPodsOfFracpacksSchedulerThatItJudgedAreBound) {
+  auto objects = small_cluster();
+  json theirs = json::parse(gpu_pod("theirs", "u-theirs", 30));
+  theirs["spec"]["schedulerName"] = "default-scheduler";
+  objects.push_back(theirs.dump());
+  objects.push_back(gpu_pod("unjudged", "u-unjudged", 30));
+  Standalone s(objects);
+  Status other = s.driver().introduce_and_bind(theirs.dump(), "n1");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.message().find("pod default/theirs has schedulerName \"default-scheduler\"; fracpack binds only pods of fracpack"),
+            std::string::npos) << other.message();
+  Status unjudged = s.driver().bind("default", "unjudged", "u-unjudged", "n1");
+  ASSERT_FALSE(unjudged.ok());
+  EXPECT_NE(unjudged.message().find("was never sent to fracpack's filter or prioritize"), std::string::npos) << unjudged.message();
+  const std::string metrics = http_get(s.url(), "/metrics").body;
+  EXPECT_NE(metrics.find("fracpack_bind_failures_total{reason=\"not_ours\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fracpack_bind_failures_total{reason=\"not_judged\"} 1"), std::string::npos);
+  // Judged, it binds.
+  EXPECT_TRUE(s.driver().introduce_and_bind(objects.back(), "n1").ok());
+}
+
+// The record a Binding writes is signed for that pod and node: the node
+// agent's key verifies it, and nothing else does.
+TEST(ExtenderBind, TheBindingWritesARecordTheAgentsKeyVerifies) {
+  Connected c;
+  c.api->create("nodes", node_object("solo", 2));
+  c.start();
+  const std::string pod = c.api->create("pods", gpu_pod("a", "u-a", 60));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce_and_bind(pod, "solo").ok());
+  auto bound = k8s::parse_pod(*c.api->get("pods", "default", "a"), fracpack_contract().selection());
+  ASSERT_TRUE(bound);
+  ASSERT_NE(bound->meta.annotation("fracpack.io/allocation-signature"), nullptr);
+  const std::vector<std::string> keys = fracpack_contract().record_keys();
+  auto by = k8s::check_record_signature(*bound, k8s::record_message(bound->meta.uid, "solo", keys, bound->meta.annotations), test_trust());
+  ASSERT_TRUE(by) << by.message();
+  EXPECT_EQ(*by, test_signer()->key_id());
+  // The ledger charged it from the signed record: counted under its key.
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().records_by_key()[test_signer()->key_id()] == 1; }));
+  EXPECT_NE(http_get(c.url(), "/metrics").body.find("fracpack_records{key=\"" + test_signer()->key_id() + "\"} 1"), std::string::npos);
+}
+
 TEST(ExtenderBind, ConcurrentBindsNeverTakeTheSameCapacity) {
   // One card; 16 pods of 40 % bound at once to the same node: exactly two fit.
   std::vector<std::string> objects = {node_object("solo", 1)};
@@ -254,7 +300,7 @@ TEST(ExtenderBind, ConcurrentBindsNeverTakeTheSameCapacity) {
   Standalone s(objects);
   std::vector<std::future<Status>> binds;
   for (int i = 0; i < 16; ++i) {
-    binds.push_back(s.driver().bind_async("default", "p" + std::to_string(i), "u-p" + std::to_string(i), "solo"));
+    binds.push_back(s.driver().introduce_and_bind_async(objects[1 + static_cast<size_t>(i)], "solo"));
   }
   int ok = 0;
   for (auto& b : binds) {
@@ -354,6 +400,8 @@ TEST(ExtenderBind, AnUnknownBindOutcomeKeepsTheReservation) {
   const std::string a = gpu_pod("a", "u-a", 60), b = gpu_pod("b", "u-b", 60);
   c.api->create("pods", a);
   c.api->create("pods", b);
+  ASSERT_TRUE(c.driver().introduce(a).ok());
+  ASSERT_TRUE(c.driver().introduce(b).ok());
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
   Faults& f = c.api->faults();
   f.event_delay_ms = 1500;        // the watch shows the first bind late
@@ -390,6 +438,8 @@ TEST(ExtenderBind, APodBoundButNotYetSeenKeepsItsCardPastTheTtl) {
   c.api->create("pods", gpu_pod("a", "u-a", 60));
   c.api->create("pods", gpu_pod("b", "u-b", 60));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce(gpu_pod("a", "u-a", 60)).ok());
+  ASSERT_TRUE(c.driver().introduce(gpu_pod("b", "u-b", 60)).ok());
   c.api->faults().event_delay_ms = 2500;  // the watch shows a's bind late
   ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // TTL and several reconciler passes
@@ -413,6 +463,7 @@ TEST(ExtenderBind, ABindThatCannotBePostedInTimeIsRefusedNotPostedLate) {
   c.start();
   c.api->create("pods", gpu_pod("a", "u-a", 60));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce(gpu_pod("a", "u-a", 60)).ok());
   c.api->faults().slow_ms = 400;  // the fence's read alone takes longer than the bind may
   const int bindings = c.api->requests("POST /api/v1/namespaces/default/pods/a/binding");
   const Status s = c.driver().bind("default", "a", "u-a", "solo");
@@ -437,6 +488,7 @@ TEST(ExtenderBind, SlowAnswersDoNotQueueTheBindsBehindThem) {
   c.start();
   for (int i = 0; i < 8; ++i) c.api->create("pods", gpu_pod("p" + std::to_string(i), "u-p" + std::to_string(i), 100));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p7").has_value(); }));
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(c.driver().introduce(gpu_pod("p" + std::to_string(i), "u-p" + std::to_string(i), 100)).ok());
   c.api->faults().slow_ms = 400;  // the fence's read and the Binding: 800 ms a bind
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::future<Status>> binds;
@@ -464,9 +516,13 @@ TEST(ExtenderBind, TheFenceSeesWhatAnotherSchedulerBoundBeforeTheWatchDoes) {
   c.start();
   c.api->create("pods", gpu_pod("mine", "u-mine", 100));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-mine").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce(gpu_pod("mine", "u-mine", 100)).ok());
   c.api->faults().event_delay_ms = 2000;
-  // Another scheduler binds `theirs` to card 0 of duo: fracpack has not seen it.
-  c.api->create("pods", gpu_pod("theirs", "u-theirs", 100, 0, 1, {{"fracpack.io/allocation", allocation_annotation("duo", {{0, 100}})}},
+  // Another fracpack (the other replica, an old leader) binds `theirs` to
+  // card 0 of duo: this one has not seen it.
+  c.api->create("pods", gpu_pod("theirs", "u-theirs", 100, 0, 1,
+                                signed_record(fracpack_contract(), "u-theirs", "duo",
+                                              {{"fracpack.io/allocation", allocation_annotation("duo", {{0, 100}})}}),
                                 0, "duo"));
   ASSERT_TRUE(c.driver().bind("default", "mine", "u-mine", "duo").ok());
   auto bound = c.api->get("pods", "default", "mine");
@@ -489,20 +545,31 @@ TEST(Reconciler, ReportsACardTwoSchedulersOverCommitted) {
   cfg.cluster.reconcile_interval = std::chrono::milliseconds(100);
   Connected c(cfg);
   c.api->create("nodes", node_object("solo", 1));
+  // Two fracpack replicas that both believed they led (each record signed).
   for (const char* name : {"first", "second"}) {
     c.api->create("pods", gpu_pod(name, std::string("u-") + name, 60, 0, 1,
-                                  {{"fracpack.io/allocation", allocation_annotation("solo", {{0, 60}})}}, 0, "solo"));
+                                  signed_record(fracpack_contract(), std::string("u-") + name, "solo",
+                                                {{"fracpack.io/allocation", allocation_annotation("solo", {{0, 60}})}}),
+                                  0, "solo"));
   }
   c.start();
   ASSERT_TRUE(Cluster::wait_for([&] { return metric_sum(c.url(), "fracpack_overcommitted_cards") == 1; }));
+  std::vector<nlohmann::json> warnings;
   ASSERT_TRUE(Cluster::wait_for([&] {
-    int warned = 0;
+    warnings.clear();
     for (const auto& e : c.api->list("events")) {
       const auto j = nlohmann::json::parse(e);
-      if (j.value("reason", "") == "GPUOverCommitted" && j.value("type", "") == "Warning") ++warned;
+      if (j.value("reason", "") == "GPUOverCommitted" && j.value("type", "") == "Warning") warnings.push_back(j);
     }
-    return warned == 2;
+    return warnings.size() == 2;
   })) << "one Event per pod holding the card";
+  for (const auto& w : warnings) {
+    // Each owner hears of their own pod only: the other may be another team's.
+    const std::string self = w["involvedObject"].value("name", "");
+    const std::string other = self == "first" ? "second" : "first";
+    EXPECT_EQ(w["message"].get<std::string>().find(other), std::string::npos) << w.dump();
+    EXPECT_NE(w["message"].get<std::string>().find("this pod and 1 other"), std::string::npos) << w.dump();
+  }
   // One leaves: the card drains and the gauge follows.
   c.api->remove("pods", "default", "second");
   EXPECT_TRUE(Cluster::wait_for([&] { return metric_sum(c.url(), "fracpack_overcommitted_cards") == 0; }));

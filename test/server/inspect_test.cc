@@ -100,7 +100,7 @@ TEST(Inspect, ServerAndSnapshotAgreeAndTheServerFollowsBinds) {
   auto before = nlohmann::json::parse(run_fracpack({"inspect", "--server", server.url(), "-o", "json"}).out);
   // The JSON is the ledger report; the table's totals come from it.
   const double allocated = before["totals"]["gpuMilliUsed"].get<double>();
-  ASSERT_TRUE(server.driver->bind("inference", "llm-serve-1", "uid-inference-llm-serve-1", "gpu-a100-1").ok());
+  ASSERT_TRUE(server.driver->introduce_and_bind(snapshot_pod(kExample, "inference", "llm-serve-1"), "gpu-a100-1").ok());
   auto after_text = run_fracpack({"inspect", "--server", server.url(), "gpu-a100-1", "-o", "json"});
   ASSERT_EQ(after_text.exit_code, 0) << after_text.err;
   auto after = nlohmann::json::parse(after_text.out);

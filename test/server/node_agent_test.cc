@@ -19,6 +19,7 @@
 #include "server/cmd/args.h"
 #include "test/support/cluster_harness.h"
 #include "test/support/kubelet_double.h"
+#include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 
 namespace fracpack::server {
@@ -144,6 +145,7 @@ class NodeAgentEndToEnd : public ::testing::Test {
     o.publish_recheck = 500ms;
     o.retry = 50ms;
     o.tune_informer = [](k8s::InformerOptions& io) { io = testing::fast_informer(io.resource, io.field_selector); };
+    o.trust = testing::test_trust();  // serves only records the extender (test_config's key) signed
     const int registrations = kubelet_->registrations(), lists = kubelet_->list_messages();
     agent_ = std::make_unique<NodeAgent>(o);
     const Status s = agent_->start();

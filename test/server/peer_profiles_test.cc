@@ -152,7 +152,7 @@ TEST(HamiProfile, ASplitCountOfOneServesOneShareACard) {
   const auto small = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
   for (const char* name : {"first", "second"}) c.api->create("pods", pending_pod(name, small));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-second").has_value(); }));
-  ASSERT_TRUE(c.driver().bind("default", "first", "u-first", "solo").ok());
+  ASSERT_TRUE(c.driver().introduce_and_bind(pending_pod("first", small), "solo").ok());
   CycleResult second = c.driver().schedule(pending_pod("second", small), {{"solo", ""}});
   EXPECT_TRUE(second.node.empty());
   ASSERT_EQ(second.filter.failed.count("solo"), 1u);
@@ -173,8 +173,8 @@ TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
   const auto share = json::array({container("main", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}})});
   for (const char* name : {"a", "b", "c"}) c.api->create("pods", pending_pod(name, share));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-c").has_value(); }));
-  ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
-  auto b = std::async(std::launch::async, [&] { return c.driver().bind("default", "b", "u-b", "solo"); });
+  ASSERT_TRUE(c.driver().introduce_and_bind(pending_pod("a", share), "solo").ok());
+  auto b = c.driver().introduce_and_bind_async(pending_pod("b", share), "solo");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(json::parse(*c.api->get("pods", "default", "b"))["spec"].value("nodeName", ""), "") << "b waits for a's Allocate";
   auto served = hami_allocate(*c.api, "solo", {1});
@@ -183,7 +183,7 @@ TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
   Status bound = b.get();
   ASSERT_TRUE(bound.ok()) << bound.message();
   // Nobody allocates b: c's bind runs out of time and says who holds the node.
-  Status refused = c.driver().bind("default", "c", "u-c", "solo");
+  Status refused = c.driver().introduce_and_bind(pending_pod("c", share), "solo");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("node solo is locked by pod default/b"), std::string::npos) << refused.message();
   served = hami_allocate(*c.api, "solo", {1});
@@ -221,9 +221,9 @@ TEST(HamiProfile, ANodeHeldByAnotherPodsLockIsRankedLast) {
   const json share = small_share();
   for (const char* name : {"a", "b", "p"}) c.api->create("pods", pending_pod(name, share));
   ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-p").has_value(); }));
-  ASSERT_TRUE(c.driver().bind("default", "a", "u-a", "y").ok());
+  ASSERT_TRUE(c.driver().introduce_and_bind(pending_pod("a", share), "y").ok());
   ASSERT_TRUE(hami_allocate(*c.api, "y", {1}).ok());  // y: a share, its lock released
-  ASSERT_TRUE(c.driver().bind("default", "b", "u-b", "x").ok());  // x: a share, its lock held by b
+  ASSERT_TRUE(c.driver().introduce_and_bind(pending_pod("b", share), "x").ok());  // x: a share, its lock held by b
   ASSERT_TRUE(Cluster::wait_for([&] { return !c.daemon().state().held_by({"x"}).empty() && c.daemon().state().held_by({"x"})[0] == "default/b"; }));
   const std::vector<CandidateNode> nodes = {{"x", ""}, {"y", ""}, {"z", ""}};
   auto scores = c.driver().prioritize(0, pending_pod("p", share), nodes);
@@ -258,6 +258,7 @@ TEST(HamiProfile, ANodeWithABindInFlightIsRankedLastBeforeItsLockIsSeen) {
   ASSERT_EQ((*before)["z"], 9);
 
   // The API server answers slowly: a's bind to x (its lock patch, then the Binding) is in flight.
+  ASSERT_TRUE(c.driver().introduce(pending_pod("a", share)).ok());
   c.api->faults().slow_ms = 600;
   auto a = std::async(std::launch::async, [&] { return c.driver().bind("default", "a", "u-a", "x"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));

@@ -7,6 +7,7 @@
 #include <regex>
 #include <thread>
 
+#include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 #include "test/support/testlib.h"
 
@@ -22,7 +23,7 @@ TEST(ServeProcess, LogsOnePlacementLinePerBindInJsonAndLogfmtAndDrainsOnSigterm)
                                                          : "msg=listening address=\"?127\\.0\\.0\\.1:([0-9]+)");
     ASSERT_FALSE(port.empty()) << p.log();
     auto driver = driver_for("http://127.0.0.1:" + port);
-    ASSERT_TRUE(driver->bind("inference", "llm-serve-1", "uid-inference-llm-serve-1", "gpu-a100-1").ok());
+    ASSERT_TRUE(driver->introduce_and_bind(snapshot_pod(kExample, "inference", "llm-serve-1"), "gpu-a100-1").ok());
     const std::string placed = p.wait_for(format == "json" ? "(\\{[^\n]*\"msg\":\"placed\"[^\n]*\\})" : "([^\n]*msg=placed[^\n]*)");
     ASSERT_FALSE(placed.empty()) << p.log();
     if (format == "json") {
@@ -52,7 +53,8 @@ users: [{name: u, user: {token: ")" + token + R"("}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 )");
-  FracpackProcess p({"serve", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--log-level", "debug"});
+  FracpackProcess p({"serve", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--log-level", "debug", "--signing-key",
+                     testing::test_signing_key_path()});
   ASSERT_FALSE(p.wait_for("\"msg\":\"listening\"").empty()) << p.log();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a few list attempts
   EXPECT_EQ(p.stop(), 0);

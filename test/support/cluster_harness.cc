@@ -100,7 +100,10 @@ AnnotatedUse annotated_use(const FakeApiServer& server, const k8s::Contract& con
 std::map<std::string, std::string> half_card() { return {{"fracpack.io/gpu-cores", "50"}, {"fracpack.io/gpu-memory", "8192"}}; }
 
 std::string bound_share_pod(const std::string& name, const std::string& node, int card, int percent, int64_t memory_mib) {
-  return pod_object(PodSpec(name, "default", node, "Running", half_card(),
+  // It asks what its record holds (a record holding more is not followed).
+  const std::map<std::string, std::string> asks = {{"fracpack.io/gpu-cores", std::to_string(percent)},
+                                                   {"fracpack.io/gpu-memory", std::to_string(memory_mib)}};
+  return pod_object(PodSpec(name, "default", node, "Running", asks,
                             {{"fracpack.io/allocation", allocation_annotation(node, {{card, percent}}, memory_mib)}}, "u-" + name));
 }
 

@@ -40,7 +40,8 @@ std::string pod_object(const PodSpec& p);
 
 // Half a card's limits: 50 % compute and 8 GiB.
 std::map<std::string, std::string> half_card();
-// A pod another scheduler bound: on `node`, card `card`, with its record (uid "u-<name>").
+// A pod another scheduler bound: on `node`, card `card`, with its record (uid
+// "u-<name>"), asking what the record holds.
 std::string bound_share_pod(const std::string& name, const std::string& node, int card, int percent = 50, int64_t memory_mib = 8192);
 // Objects decoded as the fracpack contract decodes them.
 k8s::Pod decoded_pod(const std::string& json);

@@ -295,6 +295,28 @@ CycleResult SchedulerDriver::schedule(const std::string& pod_json, const std::ve
   return result;
 }
 
+Status SchedulerDriver::introduce(const std::string& pod_json) {
+  for (size_t i = 0; i < extenders_.size(); ++i) {
+    if (extenders_[i].filter_verb.empty() || !interested(i, pod_json)) continue;
+    auto r = filter(i, pod_json, {});
+    if (!r) return Error{r.message()};
+  }
+  return Status::Ok();
+}
+
+Status SchedulerDriver::introduce_and_bind(const std::string& pod_json, const std::string& node) {
+  if (Status s = introduce(pod_json); !s.ok()) return s;
+  const json pod = json::parse(pod_json);
+  const json meta = pod.value("metadata", json::object());
+  return bind(meta.value("namespace", "default"), meta.value("name", ""), meta.value("uid", ""), node);
+}
+
+std::future<Status> SchedulerDriver::introduce_and_bind_async(std::string pod_json, std::string node) {
+  return std::async(std::launch::async, [this, pod_json = std::move(pod_json), node = std::move(node)] {
+    return introduce_and_bind(pod_json, node);
+  });
+}
+
 Status SchedulerDriver::bind(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node) {
   for (size_t i = 0; i < extenders_.size(); ++i) {
     const ExtenderConfig& e = extenders_[i];

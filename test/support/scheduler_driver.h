@@ -84,6 +84,12 @@ class SchedulerDriver {
                                                     const std::vector<CandidateNode>& candidates);
   // Through the binding extender: ok, or the error kube-scheduler would report.
   Status bind(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node);
+  // kube-scheduler binds only a pod its cycle has just filtered (fracpack
+  // binds only pods it has judged): for tests that bind by hand, the pod
+  // sent to every filtering extender (over no node), then bound.
+  Status introduce(const std::string& pod_json);
+  Status introduce_and_bind(const std::string& pod_json, const std::string& node);
+  std::future<Status> introduce_and_bind_async(std::string pod_json, std::string node);
   std::future<Status> bind_async(std::string ns, std::string name, std::string uid, std::string node);
   // NodeNameToMetaVictims in (UIDs per node), the extender's answer out.
   Result<std::map<std::string, std::vector<std::string>>> preempt(size_t extender, const std::string& pod_json,

@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "test/support/record_keys.h"
 #include "test/support/testlib.h"
 
 extern char** environ;
@@ -104,6 +105,16 @@ std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64&
   return DeletedPod{ns + "/" + name, pick_bound};
 }
 
+std::string snapshot_pod(const std::string& snapshot_path, const std::string& ns, const std::string& name) {
+  auto text = read_file(snapshot_path);
+  if (!text) return "";
+  for (const auto& item : json::parse(*text).value("items", json::array())) {
+    const json meta = item.value("metadata", json::object());
+    if (item.value("kind", "") == "Pod" && meta.value("namespace", "") == ns && meta.value("name", "") == name) return item.dump();
+  }
+  return "";
+}
+
 config::Config test_config() {
   server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);  // no line per placement in test output
   config::Config c;
@@ -115,6 +126,7 @@ config::Config test_config() {
   c.cluster.reconcile_interval = std::chrono::milliseconds(500);
   c.cluster.events = false;
   c.workload.config_map = "";
+  c.security.signing_key = test_signing_key_path();
   return c;
 }
 
@@ -336,6 +348,18 @@ static std::string indented(const std::string& lines) {
   return out;
 }
 
+namespace {
+
+// The test signing key, unless another build runs under FRACPACK_TEST_BINARY
+// (a before/after comparison with a fracpack older than record signing).
+std::string security_keys() {
+  const char* other = std::getenv("FRACPACK_TEST_BINARY");
+  if (other != nullptr && *other != '\0') return "";
+  return "security:\n  signingKey: \"" + test_signing_key_path() + "\"\n";
+}
+
+}  // namespace
+
 std::string process_config(const TempDir& dir, const std::string& api_url, uint16_t port, std::chrono::milliseconds assume_ttl,
                            std::chrono::milliseconds reconcile_interval, const std::string& cluster_keys,
                            const std::string& top_keys) {
@@ -346,7 +370,7 @@ std::string process_config(const TempDir& dir, const std::string& api_url, uint1
                    "listen: \"127.0.0.1:" + std::to_string(port) + "\"\n" + "cluster:\n  kubeconfig: \"" + dir.path() +
                        "/kubeconfig\"\n  assumeTtl: \"" + millis(assume_ttl) + "\"\n  reconcileInterval: \"" +
                        millis(reconcile_interval) + "\"\n  requestTimeout: \"2s\"\n" + indented(cluster_keys) +
-                       "workload:\n  configMap: \"\"\nlog:\n  level: info\n" + top_keys);
+                       "workload:\n  configMap: \"\"\nlog:\n  level: info\n" + security_keys() + top_keys);
 }
 
 FracpackProcess::FracpackProcess(std::vector<std::string> args) {

@@ -43,6 +43,9 @@ struct DeletedPod {
 };
 std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64& rng);
 
+// The pod `ns/name` of a snapshot file (a v1 List) as JSON text ("" if absent).
+std::string snapshot_pod(const std::string& snapshot_path, const std::string& ns, const std::string& name);
+
 // A pod with CPU only.
 std::string cpu_pod(const std::string& name, const std::string& uid);
 
