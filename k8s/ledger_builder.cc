@@ -194,6 +194,17 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
   const bool has_record = std::any_of(record_keys_.begin(), record_keys_.end(),
                                       [&](const std::string& k) { return pod.meta.annotation(k) != nullptr; });
+  auto req = contract_.pod_request(pod);
+  if (req && !req->wants_gpu()) {
+    // Whatever its annotations say: a pod asking no GPU holds none.
+    if (has_record) {
+      ++counters_.ignored_records;
+      report_record(pod, "FracpackRecordIgnored", "the pod asks for no GPU: its allocation record is ignored and charges nothing");
+    }
+    ledger_.confirm(PodFacts{uid, key, req->cpu_milli, req->memory_bytes}, Allocation{pod.node_name, {}});
+    charged(pod, std::move(digest), "none");
+    return;
+  }
   std::string signed_by = "none";
   if (has_record) {
     auto by = check_record_signature(pod, message, trust_);
@@ -208,7 +219,6 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
       rejected_.insert(uid);
     }
   }
-  auto req = contract_.pod_request(pod);
   if (!req) {
     ++counters_.malformed_pods;
     problems_("pod " + key, req.message());
@@ -232,16 +242,6 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
     return;
   }
   const PodFacts facts{uid, key, req->cpu_milli, req->memory_bytes};
-  if (!req->wants_gpu()) {
-    // Whatever its annotations say: a pod asking no GPU holds none.
-    if (has_record && rec.kind != RecordedAllocation::Kind::kNone) {
-      ++counters_.ignored_records;
-      report_record(pod, "FracpackRecordIgnored", "the pod asks for no GPU: its allocation record is ignored and charges nothing");
-    }
-    ledger_.confirm(facts, Allocation{pod.node_name, {}});
-    charged(pod, std::move(digest), "none");
-    return;
-  }
   if (rec.kind == RecordedAllocation::Kind::kAllocation) {
     const Status within = scheduling::allocation_within_request(*req, rec.allocation, spec == specs_.end() ? nullptr : &spec->second);
     if (within.ok()) {

@@ -110,6 +110,7 @@ Daemon::~Daemon() { drain(std::chrono::milliseconds(0)); }
 
 uint16_t Daemon::port() const { return http_ ? http_->port() : 0; }
 uint16_t Daemon::metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
+uint16_t Daemon::admission_port() const { return admission_http_ ? admission_http_->port() : 0; }
 
 bool Daemon::wait_serving(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
@@ -228,6 +229,33 @@ Status Daemon::start() {
     });
     if (auto s = metrics_http_->start(); !s.ok()) return Error{"metricsListen: " + s.message()};
     log_info("listening", {{"address", mo.address + ":" + std::to_string(metrics_http_->port())}, {"serves", "/healthz /readyz /metrics /version"}});
+  }
+  if (!c.admission.listen.empty()) {
+    // The webhook needs no ledger: it answers from the request alone, from
+    // the start (the API server may call it before the informers sync).
+    auto al = config::parse_listen(c.admission.listen);
+    if (!al) return Error{"admission.listen: " + al.message()};
+    k8s::AdmissionPolicy policy;
+    policy.guarded_annotations = state_->contract().guarded_annotations();
+    policy.resources = state_->contract().pod_resources();
+    policy.record_writers = c.admission.record_writers;
+    policy.scheduler_names = c.scheduler_names;
+    admission_ = std::make_unique<AdmissionRoutes>(std::move(policy), metrics_);
+    HttpOptions ao = ho;
+    ao.address = al->first.empty() ? "0.0.0.0" : al->first;
+    ao.port = al->second;
+    ao.threads = 1;
+    ao.max_connections = 256;
+    // An AdmissionReview carries the object twice (object, oldObject): a
+    // pod is at most ~1.5 MiB in etcd.
+    ao.max_body_bytes = 8 << 20;
+    ao.max_body_bytes_in_flight = 64 << 20;
+    ao.cert_file = c.admission.cert_file;
+    ao.key_file = c.admission.key_file;
+    ao.client_ca_file.clear();  // the API server authenticates the webhook, not the other way round
+    admission_http_ = std::make_unique<HttpServer>(ao, [this](HttpRequest&& r, Reply reply) { admission_->handle(std::move(r), std::move(reply)); });
+    if (auto s = admission_http_->start(); !s.ok()) return Error{"admission.listen: " + s.message()};
+    log_info("listening", {{"address", ao.address + ":" + std::to_string(admission_http_->port())}, {"serves", "/validate (admission webhook)"}});
   }
   if (mode_ == "kubernetes") {
     informers_->start();
@@ -443,6 +471,7 @@ void Daemon::drain(std::chrono::milliseconds grace) {
   }
   if (http_) http_->drain(grace);
   if (metrics_http_) metrics_http_->drain(std::chrono::milliseconds(0));
+  if (admission_http_) admission_http_->drain(std::chrono::milliseconds(0));
   for (std::jthread* t : {&control_thread_, &events_thread_}) {
     if (t->joinable()) {
       t->request_stop();
@@ -453,6 +482,7 @@ void Daemon::drain(std::chrono::milliseconds grace) {
   binder_.reset();  // pending binds fail ("shutting down") and release their reservations
   if (http_) http_->stop();
   if (metrics_http_) metrics_http_->stop();
+  if (admission_http_) admission_http_->stop();
 }
 
 }  // namespace fracpack::server

@@ -31,6 +31,7 @@
 #include "server/binder.h"
 #include "server/extender_service.h"
 #include "server/http_server.h"
+#include "server/admission_routes.h"
 #include "server/metrics.h"
 #include "server/record_keys.h"
 #include "server/router.h"
@@ -66,6 +67,7 @@ class Daemon {
   Status start();
   uint16_t port() const;
   uint16_t metrics_port() const;  // 0 without metricsListen
+  uint16_t admission_port() const;  // 0 without admission.listen
   // The extender service is built (initial sync done, workload known).
   bool serving() const { return router_.load(std::memory_order_acquire) != nullptr; }
   bool wait_serving(std::chrono::milliseconds timeout) const;
@@ -105,6 +107,8 @@ class Daemon {
   std::atomic<size_t> overcommitted_cards_{0};  // confirmed by the last reconciler pass
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // metricsListen: probes and /metrics only
+  std::unique_ptr<AdmissionRoutes> admission_;
+  std::unique_ptr<HttpServer> admission_http_;  // admission.listen: the webhook (TLS)
   std::jthread events_thread_, control_thread_;
   mutable std::mutex mu_;
   mutable std::condition_variable_any serving_cv_;

@@ -47,6 +47,10 @@ struct Metrics::Impl {
                                                              .Name("fracpack_bind_queue_wait_seconds")
                                                              .Help("Time a bind waited for a worker before it was fenced and posted.")
                                                              .Register(registry);
+  prometheus::Family<prometheus::Counter>& admission = prometheus::BuildCounter()
+                                                           .Name("fracpack_admission_reviews_total")
+                                                           .Help("Admission reviews answered by the webhook, by decision (allowed, denied, bad_request).")
+                                                           .Register(registry);
   std::mutex mu;
   std::vector<Collector> collectors;
 };
@@ -92,6 +96,8 @@ void Metrics::rejected(std::string_view reason, double count) {
 }
 
 void Metrics::placed(std::string_view policy) { impl_->placements.Add({{"policy", std::string(policy)}}).Increment(); }
+
+void Metrics::admission(std::string_view decision) { impl_->admission.Add({{"decision", std::string(decision)}}).Increment(); }
 
 void Metrics::bind_failed(std::string_view reason) { impl_->bind_failures.Add({{"reason", std::string(reason)}}).Increment(); }
 

@@ -12,6 +12,7 @@
 //   fracpack_preemptions_total{outcome}
 //   fracpack_bind_fence_duration_seconds{result}         the bind fence's reads (ok / failed)
 //   fracpack_bind_queue_wait_seconds                     a bind's wait for a worker
+//   fracpack_admission_reviews_total{decision}           the webhook's answers
 //   ...and the scrape-time families listed in extender_service.h.
 #pragma once
 
@@ -59,6 +60,8 @@ class Metrics {
   void bind_fence(double seconds, bool ok);
   // How long a bind waited for a binding worker.
   void bind_waited(double seconds);
+  // An admission review answered: allowed, denied or bad_request.
+  void admission(std::string_view decision);
 
   using Collector = std::function<void(std::vector<SampledFamily>&)>;
   void add_collector(Collector c);

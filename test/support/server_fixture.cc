@@ -301,6 +301,17 @@ k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s:
   return *r;
 }
 
+k8s::HttpResponse http_post(const std::string& url, const std::string& path, const std::string& body, k8s::TlsOptions tls) {
+  k8s::ClientConfig c;
+  c.endpoint = *k8s::Endpoint::parse(url);
+  c.tls = std::move(tls);
+  c.request_timeout = std::chrono::seconds(10);
+  k8s::ApiClient client(c);
+  auto r = client.request("POST", path, body);
+  if (!r) return k8s::HttpResponse{0, r.message(), "", ""};
+  return *r;
+}
+
 uint16_t free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

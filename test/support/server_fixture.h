@@ -143,6 +143,8 @@ std::string body_of(const std::string& response);
 
 // GET over the driver's first extender connection settings.
 k8s::HttpResponse http_get(const std::string& url, const std::string& path, k8s::TlsOptions tls = {});
+// A POST of `body` (JSON); status 0 and the error as the body when it failed.
+k8s::HttpResponse http_post(const std::string& url, const std::string& path, const std::string& body, k8s::TlsOptions tls = {});
 
 // A loopback TCP port free at the time of the call.
 uint16_t free_loopback_port();
