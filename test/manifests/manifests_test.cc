@@ -2,8 +2,11 @@
 // has its required fields; the KubeSchedulerConfiguration and the fracpack
 // configuration agree (URL, verbs, resource names); the Deployment is
 // locked down and its probes reach fracpack; the RBAC grants exactly the API
-// calls the code makes; the example pods are accepted by the contract; and
-// the chart renders the same objects as the plain manifests.
+// calls the code makes; the signing key reaches the extender only and the
+// public keys both the extender and the node agent; the admission webhook
+// and policies agree with fracpack's configuration and contract; the example
+// pods are accepted by the contract; and the chart renders the same objects
+// as the plain manifests.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -47,10 +50,13 @@ Objects load_file(const fs::path& p) {
   return load_documents(*text, p.string());
 }
 
-// The plain manifests of an installation (not the Namespace, not the examples).
+// The plain manifests of an installation (not the Namespace, not the
+// examples), with the admission webhook, its certificate and the 1.30+
+// policies.
 Objects plain_installation() {
   Objects out;
-  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "monitoring/servicemonitor.yaml", "node-agent.yaml"}) {
+  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "monitoring/servicemonitor.yaml", "node-agent.yaml",
+                        "admission/webhook.yaml", "admission/certificate.yaml", "admission/policy.yaml", "admission/node-agent-policy.yaml"}) {
     for (auto& o : load_file(kManifests / f)) out.push_back(o);
   }
   return out;
@@ -428,13 +434,372 @@ void check_node_agent(const Objects& objects, const config::Config& fc, Problems
   }
 }
 
+// --- Keys and admission (manifests/admission/) ------------------------------
+
+std::string without_trailing_slash(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// The volume `c` mounts at `path` (a folder), if any.
+std::optional<YAML::Node> volume_at(YAML::Node pod, YAML::Node c, const std::string& path) {
+  for (auto vm : c["volumeMounts"]) {
+    if (without_trailing_slash(str(vm["mountPath"])) != without_trailing_slash(path)) continue;
+    for (auto v : pod["volumes"]) {
+      if (str(v["name"]) == str(vm["name"])) return v;
+    }
+  }
+  return std::nullopt;
+}
+
+// The Secrets a volume holds (a secret volume, or a projected one's sources).
+std::set<std::string> secrets_of(YAML::Node v) {
+  std::set<std::string> s;
+  if (!str(v["secret"]["secretName"]).empty()) s.insert(str(v["secret"]["secretName"]));
+  for (auto src : v["projected"]["sources"]) {
+    if (!str(src["secret"]["name"]).empty()) s.insert(str(src["secret"]["name"]));
+  }
+  return s;
+}
+
+// The names of the containers (init containers too) that mount volume `name`.
+std::set<std::string> mounted_by(YAML::Node pod, const std::string& name) {
+  std::set<std::string> who;
+  for (const char* list : {"initContainers", "containers"}) {
+    for (auto c : pod[list]) {
+      for (auto vm : c["volumeMounts"]) {
+        if (str(vm["name"]) == name) who.insert(str(c["name"]));
+      }
+    }
+  }
+  return who;
+}
+
+// The ConfigMap mounted in `c` at a folder security.verifyKeys names (the
+// folder itself, or the folder of a file it names), or "".
+std::string record_keys_config_map(YAML::Node pod, YAML::Node c, const config::Config& fc) {
+  for (const std::string& k : fc.security.verify_keys) {
+    for (const std::string& dir : {k, fs::path(k).parent_path().string()}) {
+      auto v = volume_at(pod, c, dir);
+      if (v && !str((*v)["configMap"]["name"]).empty()) return str((*v)["configMap"]["name"]);
+    }
+  }
+  return "";
+}
+
+// The strings of a CEL list literal such as "['a', 'b']"; nullopt when the
+// expression is not one.
+std::optional<std::vector<std::string>> cel_strings(std::string e) {
+  while (!e.empty() && std::isspace(static_cast<unsigned char>(e.back()))) e.pop_back();
+  while (!e.empty() && std::isspace(static_cast<unsigned char>(e.front()))) e.erase(0, 1);
+  if (e.size() < 2 || e.front() != '[' || e.back() != ']') return std::nullopt;
+  static const std::regex literal(R"re('([^'\\]*)'|"([^"\\]*)")re");
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(e.begin(), e.end(), literal); it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1].matched ? (*it)[1].str() : (*it)[2].str());
+  }
+  return out;
+}
+
+std::string cel_variable(YAML::Node policy, const std::string& name) {
+  for (auto v : policy["spec"]["variables"]) {
+    if (str(v["name"]) == name) return str(v["expression"]);
+  }
+  return "";
+}
+
+template <class C>
+std::set<std::string> as_set(const C& c) {
+  return std::set<std::string>(c.begin(), c.end());
+}
+
+std::string joined(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+// group|version|operation|resource of admission rules; a wildcard is a
+// problem where the rules say what to allow (not where they only refuse).
+std::set<std::string> admission_rules(YAML::Node rules, Problems& out, const std::string& who, bool wildcards_refused = true) {
+  std::set<std::string> r;
+  for (auto rule : rules) {
+    for (auto g : rule["apiGroups"]) {
+      for (auto v : rule["apiVersions"]) {
+        for (auto op : rule["operations"]) {
+          for (auto res : rule["resources"]) {
+            if (wildcards_refused && (str(g) == "*" || str(v) == "*" || str(op) == "*" || str(res).find('*') != std::string::npos)) {
+              out.push_back(who + ": a wildcard rule");
+            }
+            r.insert(str(g) + "|" + str(v) + "|" + str(op) + "|" + str(res));
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+// What the webhook decides (k8s/admission.h): exactly these.
+const std::set<std::string>& webhook_rules() {
+  static const std::set<std::string> r = {"|v1|CREATE|pods", "|v1|UPDATE|pods", "|v1|CREATE|pods/binding"};
+  return r;
+}
+
+void check_policy_binding(const Objects& objects, const std::string& policy, Problems& out) {
+  for (auto b : objects) {
+    if (str(b["kind"]) != "ValidatingAdmissionPolicyBinding" || str(b["spec"]["policyName"]) != policy) continue;
+    bool deny = false;
+    for (auto a : b["spec"]["validationActions"]) deny |= str(a) == "Deny";
+    if (!deny) out.push_back(key_of(b) + ": validationActions must include Deny");
+    if (b["spec"]["paramRef"].IsDefined()) out.push_back(key_of(b) + ": the policy takes no parameters");
+    return;
+  }
+  out.push_back("ValidatingAdmissionPolicy " + policy + ": no ValidatingAdmissionPolicyBinding binds it");
+}
+
+// Signed records: the private key only in the fracpack container, at
+// security.signingKey's folder, readable by its user; the public keys (a
+// ConfigMap) at a folder of security.verifyKeys in the extender and the node
+// agent; the agent never holds the private key; no Role grants Secrets.
+void check_keys(const Objects& objects, const config::Config& fc, YAML::Node pod, YAML::Node fracpack, Problems& out) {
+  for (auto role : objects) {
+    const std::string kind = str(role["kind"]);
+    if (kind != "Role" && kind != "ClusterRole") continue;
+    for (auto r : role["rules"]) {
+      for (auto res : r["resources"]) {
+        if (str(res) == "secrets") out.push_back(key_of(role) + ": grants secrets (kubelet mounts the signing key; nobody needs to read Secrets)");
+      }
+    }
+  }
+  YAML::Node* ds = find(objects, "DaemonSet", "fracpack-node-agent");
+  std::unique_ptr<const YAML::Node> agent;
+  if (ds) agent.reset(container(*ds, [](YAML::Node c) { return str(c["args"][0]) == "node-agent"; }));
+  if (fc.security.records != "signed") return;
+
+  std::string signing_secret;
+  if (fc.security.signing_key.empty()) {
+    out.push_back("security.signingKey: the extender needs it with security.records: signed");
+  } else {
+    const std::string dir = fs::path(fc.security.signing_key).parent_path().string();
+    auto v = volume_at(pod, fracpack, dir);
+    if (!v || str((*v)["secret"]["secretName"]).empty()) {
+      out.push_back("fracpack: security.signingKey's directory " + dir + " is not a Secret volume (the signing key Secret)");
+    } else {
+      signing_secret = str((*v)["secret"]["secretName"]);
+      const std::set<std::string> who = mounted_by(pod, str((*v)["name"]));
+      if (who != std::set<std::string>{str(fracpack["name"])}) {
+        out.push_back("Deployment: the signing key Secret " + signing_secret + " must be mounted only into the fracpack container (mounted by " + joined(who) + ")");
+      }
+      for (auto other : pod["volumes"]) {
+        if (str(other["name"]) != str((*v)["name"]) && secrets_of(other).count(signing_secret)) {
+          out.push_back("Deployment: the signing key Secret " + signing_secret + " in a second volume " + str(other["name"]));
+        }
+      }
+      // The file is root's: mode bits for owner (and group, given through
+      // fsGroup) only; a non-root user reads it through fsGroup.
+      if ((*v)["secret"]["defaultMode"].IsDefined()) {
+        const std::string mode = str((*v)["secret"]["defaultMode"]);
+        const unsigned m = mode.size() > 1 && mode[0] == '0' ? std::stoul(mode, nullptr, 8) : std::stoul(mode);
+        if ((m & 0037) != 0) out.push_back("fracpack: the signing key Secret's defaultMode " + mode + " lets more than its owner and group read it");
+      } else {
+        out.push_back("fracpack: the signing key Secret needs defaultMode 0400 (the default, 0644, is readable by everyone in the pod)");
+      }
+      YAML::Node user = fracpack["securityContext"]["runAsUser"].IsDefined() ? fracpack["securityContext"]["runAsUser"] : pod["securityContext"]["runAsUser"];
+      const bool root = user.IsDefined() && str(user) == "0";
+      if (!root && !pod["securityContext"]["fsGroup"].IsDefined()) {
+        out.push_back("fracpack: runs as a non-root user but the pod sets no fsGroup: it cannot read the signing key (a Secret file is root's)");
+      }
+    }
+  }
+  if (fc.security.verify_keys.empty()) {
+    out.push_back("security.verifyKeys: the node agent needs the extender's public key (the record-keys ConfigMap's folder)");
+    return;
+  }
+  const std::string extender_keys = record_keys_config_map(pod, fracpack, fc);
+  if (extender_keys.empty()) out.push_back("fracpack: no ConfigMap mounted at a folder of security.verifyKeys (the record keys)");
+  if (!agent) return;
+  YAML::Node agent_pod = (*ds)["spec"]["template"]["spec"];
+  YAML::Node a = YAML::Clone(*agent);
+  const std::string agent_keys = record_keys_config_map(agent_pod, a, fc);
+  if (agent_keys.empty()) {
+    out.push_back("node-agent: no ConfigMap mounted at a folder of security.verifyKeys (the record keys)");
+  } else if (!extender_keys.empty() && agent_keys != extender_keys) {
+    out.push_back("node-agent: verifies with ConfigMap " + agent_keys + ", the extender with " + extender_keys);
+  }
+  for (auto v : agent_pod["volumes"]) {
+    const std::set<std::string> s = secrets_of(v);
+    if (s.count("fracpack-signing-key") || (!signing_secret.empty() && s.count(signing_secret))) {
+      out.push_back("node-agent: mounts the signing key Secret (volume " + str(v["name"]) + "): an agent signs nothing");
+    }
+  }
+}
+
+// The webhook: fracpack serves it on admission.listen (TLS, its Secret
+// mounted at certFile's folder); the Service reaches that port; the
+// ValidatingWebhookConfiguration calls the Service at /validate for exactly
+// what the webhook decides; cert-manager's certificate names the Service.
+void check_webhook(const Objects& objects, const config::Config& fc, YAML::Node pod, YAML::Node fracpack, const std::string& ns,
+                   const std::string& sa, const std::function<bool(YAML::Node)>& selects, Problems& out) {
+  YAML::Node* vwc = find(objects, "ValidatingWebhookConfiguration", "fracpack-records");
+  if (fc.admission.listen.empty()) {
+    if (vwc) out.push_back("ValidatingWebhookConfiguration fracpack-records: fracpack serves no webhook (admission.listen is empty)");
+    return;
+  }
+  if (!vwc) out.push_back("admission.listen is set but there is no ValidatingWebhookConfiguration fracpack-records");
+  const std::string writer = "system:serviceaccount:" + ns + ":" + sa;
+  if (std::find(fc.admission.record_writers.begin(), fc.admission.record_writers.end(), writer) == fc.admission.record_writers.end()) {
+    out.push_back("admission.recordWriters must name the extender's ServiceAccount " + writer + " (it writes the records at bind)");
+  }
+  auto listen = config::parse_listen(fc.admission.listen);
+  if (!listen) return out.push_back("admission.listen: " + listen.message());
+  if (!listen->first.empty() && config::loopback_host(listen->first)) out.push_back("admission.listen: the API server cannot reach loopback");
+  auto container_port = [&](YAML::Node port) -> int {
+    if (port.Tag() != "!" && std::regex_match(str(port), std::regex("[0-9]+"))) return std::stoi(str(port));
+    for (auto p : fracpack["ports"]) {
+      if (str(p["name"]) == str(port)) return p["containerPort"].as<int>();
+    }
+    return -1;
+  };
+  bool declared = false;
+  for (auto p : fracpack["ports"]) declared |= str(p["name"]) == "webhook" && p["containerPort"].as<int>() == listen->second;
+  if (!declared) out.push_back("fracpack: the port named webhook is not admission.listen's port " + std::to_string(listen->second));
+  for (const std::string& f : {fc.admission.cert_file, fc.admission.key_file}) {
+    auto v = volume_at(pod, fracpack, fs::path(f).parent_path().string());
+    if (!v || str((*v)["secret"]["secretName"]).empty()) out.push_back("fracpack: admission " + f + " is not in a mounted Secret");
+  }
+  YAML::Node* svc = find(objects, "Service", "fracpack-webhook");
+  if (!svc) return out.push_back("no Service fracpack-webhook");
+  if (!selects((*svc)["spec"]["selector"])) out.push_back("fracpack-webhook: selector does not match the pod labels");
+  if (!vwc) return;
+  for (auto w : (*vwc)["webhooks"]) {
+    const std::string who = "webhook " + str(w["name"]);
+    YAML::Node s = w["clientConfig"]["service"];
+    if (str(s["name"]) != str((*svc)["metadata"]["name"]) || str(s["namespace"]) != str((*svc)["metadata"]["namespace"])) {
+      out.push_back(who + ": clientConfig.service is not the Service fracpack-webhook");
+    }
+    if (str(s["path"]) != "/validate") out.push_back(who + ": clientConfig.service.path must be /validate (what fracpack serves), got " + str(s["path"]));
+    const int port = s["port"].IsDefined() ? s["port"].as<int>() : 443;
+    bool reaches = false;
+    for (auto p : (*svc)["spec"]["ports"]) {
+      if (p["port"].as<int>() != port) continue;
+      reaches = true;
+      const int target = container_port(p["targetPort"].IsDefined() ? p["targetPort"] : p["port"]);
+      if (target != listen->second) out.push_back("fracpack-webhook: targetPort is not the fracpack container's webhook port (admission.listen " + fc.admission.listen + ")");
+    }
+    if (!reaches) out.push_back(who + ": clientConfig.service.port " + std::to_string(port) + " is not a port of the Service");
+    if (admission_rules(w["rules"], out, who) != webhook_rules()) {
+      out.push_back(who + ": rules must be exactly pods CREATE+UPDATE and pods/binding CREATE (v1): what the webhook decides (it refuses anything else)");
+    }
+    bool v1 = false;
+    for (auto v : w["admissionReviewVersions"]) v1 |= str(v) == "v1";
+    if (!v1) out.push_back(who + ": admissionReviewVersions must include v1");
+    if (str(w["sideEffects"]) != "None") out.push_back(who + ": sideEffects must be None (it writes nothing)");
+    const int timeout = w["timeoutSeconds"].IsDefined() ? w["timeoutSeconds"].as<int>() : 10;
+    if (timeout < 1 || timeout > 10) out.push_back(who + ": timeoutSeconds must be 1..10 (every pod creation waits on it)");
+    const std::string policy = str(w["failurePolicy"]);
+    if (policy != "Ignore" && policy != "Fail") out.push_back(who + ": failurePolicy must be Ignore or Fail (say which)");
+    if (fc.contract.profile != "fracpack" && policy != "Fail") {
+      out.push_back(who + ": failurePolicy must be Fail with the " + fc.contract.profile + " profile (its device plugin does not verify signatures)");
+    }
+  }
+  // cert-manager: the Certificate writes the Secret fracpack mounts, names the Service, and its CA is injected.
+  YAML::Node* cert = nullptr;
+  for (const auto& o : objects) {
+    if (str(o["kind"]) == "Certificate") cert = const_cast<YAML::Node*>(&o);
+  }
+  if (cert) {
+    auto v = volume_at(pod, fracpack, fs::path(fc.admission.cert_file).parent_path().string());
+    if (v && str((*v)["secret"]["secretName"]) != str((*cert)["spec"]["secretName"])) {
+      out.push_back("Certificate " + str((*cert)["metadata"]["name"]) + ": writes Secret " + str((*cert)["spec"]["secretName"]) + ", fracpack mounts " + str((*v)["secret"]["secretName"]));
+    }
+    std::set<std::string> names;
+    for (auto n : (*cert)["spec"]["dnsNames"]) names.insert(str(n));
+    const std::string host = str((*svc)["metadata"]["name"]) + "." + str((*svc)["metadata"]["namespace"]) + ".svc";
+    if (!names.count(host)) out.push_back("Certificate " + str((*cert)["metadata"]["name"]) + ": dnsNames must include " + host + " (the name the API server calls)");
+    const std::string inject = str((*cert)["metadata"]["namespace"]) + "/" + str((*cert)["metadata"]["name"]);
+    if (str((*vwc)["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]) != inject) {
+      out.push_back("ValidatingWebhookConfiguration: cert-manager.io/inject-ca-from must be " + inject + " (the caBundle)");
+    }
+    const std::string issuer = str((*cert)["spec"]["issuerRef"]["name"]);
+    if (str((*cert)["spec"]["issuerRef"]["kind"]) == "Issuer" && !find(objects, "Issuer", issuer)) {
+      out.push_back("Certificate: no Issuer " + issuer);
+    }
+  }
+}
+
+// Kubernetes 1.30+: the ValidatingAdmissionPolicy fracpack-records (the
+// webhook's checks in the API server) and fracpack-node-agent.
+void check_policies(const Objects& objects, const config::Config& fc, const std::string& ns, const std::string& sa, Problems& out) {
+  if (YAML::Node* vap = find(objects, "ValidatingAdmissionPolicy", "fracpack-records")) {
+    YAML::Node p = *vap;
+    const std::string who = "ValidatingAdmissionPolicy fracpack-records";
+    check_policy_binding(objects, "fracpack-records", out);
+    if (p["spec"]["failurePolicy"].IsDefined() && str(p["spec"]["failurePolicy"]) != "Fail") out.push_back(who + ": failurePolicy must be Fail");
+    const std::set<std::string> rules = admission_rules(p["spec"]["matchConstraints"]["resourceRules"], out, who);
+    std::set<std::string> allowed = webhook_rules();
+    allowed.insert("|v1|UPDATE|pods/status");  // an update through status may change annotations too
+    if (!std::includes(rules.begin(), rules.end(), webhook_rules().begin(), webhook_rules().end()) ||
+        !std::includes(allowed.begin(), allowed.end(), rules.begin(), rules.end())) {
+      out.push_back(who + ": resourceRules must cover pods CREATE+UPDATE and pods/binding CREATE (and pods/status UPDATE), nothing else");
+    }
+    auto contract = k8s::make_contract(fc.contract);
+    auto list = [&](const std::string& var) {
+      auto l = cel_strings(cel_variable(p, var));
+      if (!l) out.push_back(who + ": variables." + var + " must be a list of strings");
+      return l ? as_set(*l) : std::set<std::string>{};
+    };
+    if (contract) {
+      if (list("guarded") != as_set((*contract)->guarded_annotations())) {
+        out.push_back(who + ": variables.guarded must be the contract's guarded annotations (" + joined(as_set((*contract)->guarded_annotations())) + ")");
+      }
+      if (list("resources") != as_set((*contract)->pod_resources())) out.push_back(who + ": variables.resources must be the contract's pod resources");
+    }
+    const std::set<std::string> writers = list("writers");
+    if (writers != as_set(fc.admission.record_writers) || !writers.count("system:serviceaccount:" + ns + ":" + sa)) {
+      out.push_back(who + ": variables.writers must be admission.recordWriters, the extender's ServiceAccount system:serviceaccount:" + ns + ":" + sa);
+    }
+    if (list("schedulerNames") != as_set(fc.scheduler_names)) out.push_back(who + ": variables.schedulerNames must be schedulerNames");
+    if (p["spec"]["validations"].size() < 3) out.push_back(who + ": validations: the records, spec.nodeName and spec.schedulerName");
+  }
+  if (YAML::Node* vap = find(objects, "ValidatingAdmissionPolicy", "fracpack-node-agent")) {
+    YAML::Node p = *vap;
+    const std::string who = "ValidatingAdmissionPolicy fracpack-node-agent";
+    check_policy_binding(objects, "fracpack-node-agent", out);
+    YAML::Node* ds = find(objects, "DaemonSet", "fracpack-node-agent");
+    if (!ds) return out.push_back(who + ": there is no node agent");
+    const std::string agent = "system:serviceaccount:" + str((*ds)["metadata"]["namespace"]) + ":" + str((*ds)["spec"]["template"]["spec"]["serviceAccountName"]);
+    bool named = false;
+    for (auto mc : p["spec"]["matchConditions"]) {
+      const std::string e = str(mc["expression"]);
+      named |= e.find("request.userInfo.username ==") != std::string::npos &&
+               (e.find("'" + agent + "'") != std::string::npos || e.find("\"" + agent + "\"") != std::string::npos);
+    }
+    if (!named) out.push_back(who + ": matchConditions must name the node agent's ServiceAccount (" + agent + ")");
+    // It refuses all but one kind of write: wildcards only widen the refusal.
+    const std::set<std::string> rules = admission_rules(p["spec"]["matchConstraints"]["resourceRules"], out, who, false);
+    if (!rules.count("|v1|UPDATE|nodes")) out.push_back(who + ": resourceRules must cover nodes UPDATE (the agent's patch)");
+    if (p["spec"]["failurePolicy"].IsDefined() && str(p["spec"]["failurePolicy"]) != "Fail") out.push_back(who + ": failurePolicy must be Fail");
+    auto devices = cel_strings("[" + cel_variable(p, "devices") + "]");
+    if (!devices || devices->size() != 1 || (*devices)[0] != fc.contract.fracpack.devices) {
+      out.push_back(who + ": variables.devices must be the contract's devices annotation " + fc.contract.fracpack.devices);
+    }
+  }
+}
+
 Problems check_installation(const Objects& objects) {
   Problems out;
   static const std::map<std::string, std::string> api_version = {
       {"ServiceAccount", "v1"}, {"ConfigMap", "v1"}, {"Service", "v1"}, {"Deployment", "apps/v1"}, {"DaemonSet", "apps/v1"},
       {"ClusterRole", "rbac.authorization.k8s.io/v1"}, {"ClusterRoleBinding", "rbac.authorization.k8s.io/v1"},
       {"Role", "rbac.authorization.k8s.io/v1"}, {"RoleBinding", "rbac.authorization.k8s.io/v1"},
-      {"ServiceMonitor", "monitoring.coreos.com/v1"}};
+      {"ServiceMonitor", "monitoring.coreos.com/v1"},
+      {"ValidatingWebhookConfiguration", "admissionregistration.k8s.io/v1"},
+      {"ValidatingAdmissionPolicy", "admissionregistration.k8s.io/v1"},
+      {"ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io/v1"},
+      {"Issuer", "cert-manager.io/v1"}, {"Certificate", "cert-manager.io/v1"}};
+  static const std::set<std::string> cluster_kinds = {"ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+                                                      "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"};
   std::set<std::string> keys;
   for (auto o : objects) {
     const std::string kind = str(o["kind"]);
@@ -444,7 +809,7 @@ Problems check_installation(const Objects& objects) {
     }
     if (str(o["apiVersion"]) != api_version.at(kind)) out.push_back(key_of(o) + ": apiVersion must be " + api_version.at(kind));
     if (str(o["metadata"]["name"]).empty()) out.push_back(key_of(o) + ": no metadata.name");
-    const bool cluster_scoped = kind == "ClusterRole" || kind == "ClusterRoleBinding";
+    const bool cluster_scoped = cluster_kinds.count(kind) > 0;
     if (cluster_scoped != str(o["metadata"]["namespace"]).empty()) out.push_back(key_of(o) + ": metadata.namespace");
     if (!keys.insert(key_of(o)).second) out.push_back(key_of(o) + ": twice");
   }
@@ -483,6 +848,12 @@ Problems check_installation(const Objects& objects) {
   const std::string agent_sa = agent_ds ? str((*agent_ds)["spec"]["template"]["spec"]["serviceAccountName"]) : "";
   check_locked_down(pod, out);
   if (!find(objects, "ServiceAccount", str(pod["serviceAccountName"]))) out.push_back("Deployment: serviceAccountName has no ServiceAccount");
+  {
+    YAML::Node fc_container = YAML::Clone(*fracpack);
+    check_keys(objects, fc, pod, fc_container, out);
+    check_webhook(objects, fc, pod, fc_container, ns, str(pod["serviceAccountName"]), selects, out);
+    check_policies(objects, fc, ns, str(pod["serviceAccountName"]), out);
+  }
 
   // Probes reach /healthz and /readyz on the plain listener the kubelet can reach.
   auto probe_listen = config::parse_listen(fc.metrics_listen.empty() ? fc.listen : fc.metrics_listen);
@@ -591,9 +962,20 @@ std::string list(const Problems& p) {
 
 TEST(Manifests, PlainInstallationIsCompleteAndConsistent) {
   const Objects objects = plain_installation();
-  EXPECT_EQ(objects.size(), 16u);
+  EXPECT_EQ(objects.size(), 24u);
   const Problems p = check_installation(objects);
   EXPECT_TRUE(p.empty()) << list(p);
+  // The policy guards the fracpack contract's record, for the extender.
+  YAML::Node* vap = find(objects, "ValidatingAdmissionPolicy", "fracpack-records");
+  ASSERT_NE(vap, nullptr);
+  auto guarded = cel_strings(cel_variable(*vap, "guarded"));
+  ASSERT_TRUE(guarded);
+  EXPECT_EQ(as_set(*guarded), as_set(k8s::FracpackContract{}.guarded_annotations()));
+  auto writers = cel_strings(cel_variable(*vap, "writers"));
+  ASSERT_TRUE(writers);
+  EXPECT_EQ(*writers, std::vector<std::string>{"system:serviceaccount:fracpack-system:fracpack"});
+  for (const char* kind : {"ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy"}) EXPECT_NE(find(objects, kind, "fracpack-records"), nullptr) << kind;
+  EXPECT_NE(find(objects, "ValidatingAdmissionPolicy", "fracpack-node-agent"), nullptr);
   const Objects ns = load_file(kManifests / "namespace.yaml");
   ASSERT_EQ(ns.size(), 1u);
   EXPECT_EQ(str(ns[0]["metadata"]["name"]), "fracpack-system");
@@ -622,6 +1004,19 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
     }
     return YAML::Node();
   };
+  auto webhook = [](Objects& o) -> YAML::Node { return (*find(o, "ValidatingWebhookConfiguration", "fracpack-records"))["webhooks"][0]; };
+  auto by_name = [](YAML::Node seq, const std::string& name) -> YAML::Node {
+    for (auto x : seq) {
+      if (str(x["name"]) == name) return x;
+    }
+    ADD_FAILURE() << "nothing named " << name;
+    return YAML::Node();
+  };
+  auto mount = [&](YAML::Node workload, const std::string& c, const std::string& volume) {
+    return by_name(by_name(workload["spec"]["template"]["spec"]["containers"], c)["volumeMounts"], volume);
+  };
+  auto volume = [&](YAML::Node workload, const std::string& v) { return by_name(workload["spec"]["template"]["spec"]["volumes"], v); };
+  auto variable = [&](YAML::Node policy, const std::string& v) { return by_name(policy["spec"]["variables"], v); };
   const std::vector<Mutation> mutations = {
       {"extender port", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "127.0.0.1:8888", "127.0.0.1:8889"); }, "is not fracpack's listen port"},
       {"extender path", [&](Objects& o) { cm_data(o, "scheduler-config.yaml", "8888/scheduler", "8888/sched"); }, "is not fracpack's urlPrefix"},
@@ -640,7 +1035,8 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
       {"verbs on the network", [&](Objects& o) { cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\""); },
        "is reachable from other hosts and its clients are not authenticated"},
       {"verbs on the network, allowed", [&](Objects& o) {
-         cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\"\nsecurity:\n  allowUnauthenticatedListen: true");
+         cm_data(o, "fracpack.yaml", "listen: \"127.0.0.1:8888\"", "listen: \"0.0.0.0:8888\"");
+         cm_data(o, "fracpack.yaml", "records: \"signed\"", "records: \"signed\"\n  allowUnauthenticatedListen: true");
        },
        "the verbs belong on 127.0.0.1"},
       {"a broken fracpack config", [&](Objects& o) { cm_data(o, "fracpack.yaml", "policy:", "polcy:"); }, "polcy: unknown key"},
@@ -668,7 +1064,9 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
        "Service: selector does not match"},
       {"node agent without kubelet's directory", [&](Objects& o) {
          YAML::Node ds = *find(o, "DaemonSet", "fracpack-node-agent");
-         ds["spec"]["template"]["spec"]["volumes"][1]["hostPath"]["path"] = "/var/lib/kubelet/plugins";
+         for (auto v : ds["spec"]["template"]["spec"]["volumes"]) {
+           if (str(v["name"]) == "device-plugins") v["hostPath"]["path"] = "/var/lib/kubelet/plugins";
+         }
        },
        "/var/lib/kubelet/device-plugins must be the host's"},
       {"node agent privileged", [&](Objects& o) {
@@ -681,6 +1079,65 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
          role["rules"][1]["verbs"].push_back("patch");
        },
        "node-agent: cluster-wide grants must be exactly"},
+      {"webhook Service on another port", [&](Objects& o) { (*find(o, "Service", "fracpack-webhook"))["spec"]["ports"][0]["targetPort"] = "metrics"; },
+       "fracpack-webhook: targetPort is not the fracpack container's webhook port"},
+      {"webhook port not admission.listen's", [&](Objects& o) { cm_data(o, "fracpack.yaml", "listen: \":9443\"", "listen: \":9444\""); },
+       "the port named webhook is not admission.listen's port 9444"},
+      {"webhook path", [&](Objects& o) { webhook(o)["clientConfig"]["service"]["path"] = "/validate-pods"; }, "clientConfig.service.path must be /validate"},
+      {"webhook rules broader", [&](Objects& o) { webhook(o)["rules"][0]["operations"].push_back("DELETE"); }, "rules must be exactly pods CREATE+UPDATE"},
+      {"webhook rules on every subresource", [&](Objects& o) { webhook(o)["rules"][1]["resources"][0] = "pods/*"; }, "webhook records.fracpack.io: a wildcard rule"},
+      {"webhook rules without pods/binding", [&](Objects& o) { webhook(o)["rules"].remove(1); }, "rules must be exactly pods CREATE+UPDATE"},
+      {"webhook without UPDATE", [&](Objects& o) { webhook(o)["rules"][0]["operations"] = YAML::Load("[CREATE]"); }, "rules must be exactly pods CREATE+UPDATE"},
+      {"admissionReviewVersions", [&](Objects& o) { webhook(o)["admissionReviewVersions"] = YAML::Load("[v1beta1]"); },
+       "admissionReviewVersions must include v1"},
+      {"sideEffects", [&](Objects& o) { webhook(o)["sideEffects"] = "Some"; }, "sideEffects must be None"},
+      {"the certificate for another name", [&](Objects& o) { (*find(o, "Certificate", "fracpack-webhook"))["spec"]["dnsNames"] = YAML::Load("[fracpack.example.com]"); },
+       "dnsNames must include fracpack-webhook.fracpack-system.svc"},
+      {"the extender not a record writer", [&](Objects& o) {
+         cm_data(o, "fracpack.yaml", "recordWriters: [\"system:serviceaccount:fracpack-system:fracpack\"]", "recordWriters: [\"system:serviceaccount:default:x\"]");
+       },
+       "admission.recordWriters must name the extender's ServiceAccount"},
+      {"the signing key in kube-scheduler too", [&](Objects& o) {
+         deployment(o)["spec"]["template"]["spec"]["containers"][0]["volumeMounts"].push_back(YAML::Load("{name: signing-key, mountPath: /keys, readOnly: true}"));
+       },
+       "must be mounted only into the fracpack container"},
+      {"the signing key elsewhere", [&](Objects& o) { mount(deployment(o), "fracpack", "signing-key")["mountPath"] = "/etc/fracpack-keys/key"; },
+       "security.signingKey's directory /etc/fracpack-keys/signing is not a Secret volume"},
+      {"the signing key readable by all", [&](Objects& o) { volume(deployment(o), "signing-key")["secret"]["defaultMode"] = "0444"; },
+       "lets more than its owner and group read it"},
+      {"the signing key unreadable", [&](Objects& o) { deployment(o)["spec"]["template"]["spec"]["securityContext"].remove("fsGroup"); },
+       "it cannot read the signing key"},
+      {"the extender without the record keys", [&](Objects& o) { mount(deployment(o), "fracpack", "record-keys")["mountPath"] = "/etc/keys"; },
+       "fracpack: no ConfigMap mounted at a folder of security.verifyKeys"},
+      {"the node agent without the record keys", [&](Objects& o) {
+         mount(*find(o, "DaemonSet", "fracpack-node-agent"), "node-agent", "record-keys")["mountPath"] = "/etc/keys";
+       },
+       "node-agent: no ConfigMap mounted at a folder of security.verifyKeys"},
+      {"the node agent holding the signing key", [&](Objects& o) {
+         YAML::Node pod = (*find(o, "DaemonSet", "fracpack-node-agent"))["spec"]["template"]["spec"];
+         pod["volumes"].push_back(YAML::Load("{name: signing, secret: {secretName: fracpack-signing-key}}"));
+         pod["containers"][0]["volumeMounts"].push_back(YAML::Load("{name: signing, mountPath: /etc/signing}"));
+       },
+       "node-agent: mounts the signing key Secret"},
+      {"a Role reading Secrets", [&](Objects& o) {
+         (*find(o, "Role", "fracpack"))["rules"].push_back(YAML::Load("{apiGroups: [''], resources: [secrets], verbs: [get]}"));
+       },
+       "grants secrets"},
+      {"the node agent policy for someone else", [&](Objects& o) {
+         (*find(o, "ValidatingAdmissionPolicy", "fracpack-node-agent"))["spec"]["matchConditions"][0]["expression"] =
+             "request.userInfo.username == 'system:serviceaccount:fracpack-system:other'";
+       },
+       "matchConditions must name the node agent's ServiceAccount"},
+      {"the policy missing a guarded key", [&](Objects& o) {
+         variable(*find(o, "ValidatingAdmissionPolicy", "fracpack-records"), "guarded")["expression"] = "['fracpack.io/allocation', 'fracpack.io/gpu-indices']";
+       },
+       "variables.guarded must be the contract's guarded annotations"},
+      {"the policy for another writer", [&](Objects& o) {
+         variable(*find(o, "ValidatingAdmissionPolicy", "fracpack-records"), "writers")["expression"] = "['system:serviceaccount:kube-system:default']";
+       },
+       "variables.writers must be admission.recordWriters"},
+      {"the policy only auditing", [&](Objects& o) { (*find(o, "ValidatingAdmissionPolicyBinding", "fracpack-records"))["spec"]["validationActions"] = YAML::Load("[Audit]"); },
+       "validationActions must include Deny"},
       {"node agent without its node's name", [&](Objects& o) {
          YAML::Node ds = *find(o, "DaemonSet", "fracpack-node-agent");
          ds["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] = "metadata.name";
@@ -807,7 +1264,7 @@ TEST(Manifests, ExamplePodsAreAcceptedByTheContractAndUseTheProfile) {
 }
 
 TEST(Chart, RendersTheSameObjectsAsThePlainManifests) {
-  YAML::Node overrides = YAML::Load("serviceMonitor: {enabled: true}");
+  YAML::Node overrides = YAML::Load("{serviceMonitor: {enabled: true}, admission: {policy: true}}");
   const Objects chart = render_chart(overrides);
   const Objects plain = plain_installation();
   std::map<std::string, YAML::Node> by_key;
@@ -836,10 +1293,85 @@ TEST(Chart, RendersTheSameObjectsAsThePlainManifests) {
   }
   EXPECT_EQ(rendered.size(), by_key.size()) << "the plain manifests have objects the chart does not render";
   EXPECT_TRUE(check_installation(chart).empty()) << list(check_installation(chart));
-  // Without the ServiceMonitor (the default: it needs the operator's CRD).
+  // Without the ServiceMonitor (the default: it needs the operator's CRD)
+  // and the 1.30+ policies (two, each with its binding).
   const Objects defaults = render_chart();
-  EXPECT_EQ(defaults.size(), chart.size() - 1);
+  EXPECT_EQ(defaults.size(), chart.size() - 5);
   EXPECT_EQ(find(defaults, "ServiceMonitor", "fracpack"), nullptr);
+  EXPECT_EQ(find(defaults, "ValidatingAdmissionPolicy", "fracpack-records"), nullptr);
+  EXPECT_EQ(find(defaults, "ValidatingAdmissionPolicyBinding", "fracpack-node-agent"), nullptr);
+  EXPECT_NE(find(defaults, "ValidatingWebhookConfiguration", "fracpack-records"), nullptr);
+  EXPECT_TRUE(check_installation(defaults).empty()) << list(check_installation(defaults));
+}
+
+TEST(Chart, AdmissionValuesRenderAConsistentInstallation) {
+  // No webhook: no Service, no configuration, no port, no certificate; the keys stay.
+  {
+    const Objects chart = render_chart(YAML::Load("admission: {enabled: false}"));
+    const Problems p = check_installation(chart);
+    EXPECT_TRUE(p.empty()) << list(p);
+    for (const char* kind : {"ValidatingWebhookConfiguration", "Certificate", "Issuer"}) {
+      for (auto o : chart) EXPECT_NE(str(o["kind"]), kind);
+    }
+    EXPECT_EQ(find(chart, "Service", "fracpack-webhook"), nullptr);
+    Problems q;
+    Configs cfg = configs(chart, q);
+    ASSERT_TRUE(cfg.fracpack) << list(q);
+    EXPECT_EQ(cfg.fracpack->admission.listen, "");
+    EXPECT_EQ(cfg.fracpack->security.signing_key, "/etc/fracpack-keys/signing/signing.pem");
+    YAML::Node spec = (*find(chart, "Deployment", "fracpack"))["spec"]["template"]["spec"];
+    for (auto v : spec["volumes"]) EXPECT_NE(str(v["name"]), "webhook-tls");
+    for (auto port : spec["containers"][1]["ports"]) EXPECT_NE(str(port["name"]), "webhook");
+  }
+  // Without cert-manager: the named TLS Secret, no Issuer, no CA injection.
+  {
+    const Objects chart = render_chart(YAML::Load("admission: {certManager: false, tlsSecret: my-webhook-tls, failurePolicy: Fail}"));
+    const Problems p = check_installation(chart);
+    EXPECT_TRUE(p.empty()) << list(p);
+    EXPECT_EQ(find(chart, "Certificate", "fracpack-webhook"), nullptr);
+    EXPECT_EQ(find(chart, "Issuer", "fracpack-selfsigned"), nullptr);
+    YAML::Node vwc = *find(chart, "ValidatingWebhookConfiguration", "fracpack-records");
+    EXPECT_FALSE(vwc["metadata"]["annotations"].IsDefined());
+    EXPECT_EQ(str(vwc["webhooks"][0]["failurePolicy"]), "Fail");
+    bool secret = false;
+    for (auto v : (*find(chart, "Deployment", "fracpack"))["spec"]["template"]["spec"]["volumes"]) secret |= str(v["secret"]["secretName"]) == "my-webhook-tls";
+    EXPECT_TRUE(secret);
+  }
+  // Other key objects, another namespace, a peer writer: every name follows.
+  {
+    ChartContext c;
+    c.values = merge_values(YAML::LoadFile((kManifests / "chart/values.yaml").string()),
+                            YAML::Load("{security: {signingKeySecret: sk, recordKeysConfigMap: rk}, admission: {policy: true, "
+                                       "peerRecordWriter: 'system:serviceaccount:kube-system:peer'}}"));
+    c.chart_app_version = "0.1.0";
+    c.release_namespace = "gpu";
+    Objects chart;
+    for (const auto& e : fs::directory_iterator(kManifests / "chart/templates")) {
+      if (e.path().extension() != ".yaml") continue;
+      auto rendered = render_template(*read_file(e.path().string()), c);
+      ASSERT_TRUE(rendered) << e.path().filename().string() << ": " << rendered.message();
+      for (auto& o : load_documents(*rendered, e.path().string())) chart.push_back(o);
+    }
+    const Problems p = check_installation(chart);
+    EXPECT_TRUE(p.empty()) << list(p);
+    Problems q;
+    Configs cfg = configs(chart, q);
+    ASSERT_TRUE(cfg.fracpack) << list(q);
+    EXPECT_EQ(cfg.fracpack->admission.record_writers,
+              (std::vector<std::string>{"system:serviceaccount:gpu:fracpack", "system:serviceaccount:kube-system:peer"}));
+    auto writers = cel_strings(cel_variable(*find(chart, "ValidatingAdmissionPolicy", "fracpack-records"), "writers"));
+    ASSERT_TRUE(writers);
+    EXPECT_EQ(*writers, cfg.fracpack->admission.record_writers);
+    std::set<std::string> secrets, maps;
+    for (auto v : (*find(chart, "Deployment", "fracpack"))["spec"]["template"]["spec"]["volumes"]) {
+      secrets.insert(str(v["secret"]["secretName"]));
+      maps.insert(str(v["configMap"]["name"]));
+    }
+    EXPECT_TRUE(secrets.count("sk"));
+    EXPECT_TRUE(maps.count("rk"));
+    EXPECT_EQ(str((*find(chart, "ValidatingWebhookConfiguration", "fracpack-records"))["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]),
+              "gpu/fracpack-webhook");
+  }
 }
 
 TEST(Chart, ValuesForImagePolicyNamesAndTlsRenderAConsistentInstallation) {
@@ -882,9 +1414,14 @@ tls: {enabled: true, secretName: my-tls, serverName: fracpack.example.com, mutua
 
 TEST(Chart, AProfileSwitchesTheSchedulersResourcesAndFracpacksContract) {
   for (const std::string profile : {"hami", "gpushare"}) {
-    const Objects chart = render_chart(YAML::Load("contract: {profile: " + profile + "}"));
+    const Objects chart = render_chart(YAML::Load("{contract: {profile: " + profile + "}, admission: {policy: true}}"));
     const Problems p = check_installation(chart);
     EXPECT_TRUE(p.empty()) << profile << ": " << list(p);
+    // The peer's device plugin does not verify signatures: the webhook fails
+    // closed, and the policy guards the profile's record.
+    EXPECT_EQ(str((*find(chart, "ValidatingWebhookConfiguration", "fracpack-records"))["webhooks"][0]["failurePolicy"]), "Fail") << profile;
+    ASSERT_NE(find(chart, "ValidatingAdmissionPolicy", "fracpack-records"), nullptr) << profile;
+    EXPECT_EQ(find(chart, "ValidatingAdmissionPolicy", "fracpack-node-agent"), nullptr) << profile;
     Problems q;
     Configs cfg = configs(chart, q);
     ASSERT_TRUE(cfg.fracpack) << profile;
