@@ -7,7 +7,9 @@
 
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/gpushare.h"
+#include "k8s/contract/hami.h"
 #include "test/support/cluster_harness.h"
+#include "test/support/contract_pods.h"
 #include "test/support/record_keys.h"
 
 namespace fracpack::k8s {
@@ -338,6 +340,57 @@ TEST(LedgerBuilder, WithVerifiedRecordsNoPodClosesItsNode) {
   EXPECT_EQ(b.ledger().node("n1")->cpu_requested(), 1000) << "the pod that can be read";
   ASSERT_EQ(b.reports.size(), 1u);
   EXPECT_EQ(b.reports[0].name, "big");
+}
+
+
+// The peers' records are as user-writable as fracpack's: HAMi's
+// vgpu-devices-allocated (while HAMi's plugin serves to-allocate) and
+// gpushare's ALIYUN_COM_GPU_MEM_IDX/POD are charged only when fracpack
+// signed them at bind.
+TEST(LedgerBuilder, APeersRecordWrittenByHandIsNotCharged) {
+  const HamiContract hami;
+  Built b(hami, testing::test_trust());
+  auto n = parse_node(R"({"metadata":{"name":"n1","annotations":{"hami.io/node-nvidia-register":)"
+                      R"("[{\"id\":\"GPU-a\",\"count\":10,\"devmem\":16384,\"devcore\":100,\"type\":\"NVIDIA-T4\",\"health\":true},)"
+                      R"({\"id\":\"GPU-b\",\"count\":10,\"devmem\":16384,\"devcore\":100,\"type\":\"NVIDIA-T4\",\"health\":true}]"}},)"
+                      R"("status":{"allocatable":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"20"}}})",
+                      hami.selection());
+  ASSERT_TRUE(n) << n.message();
+  b.builder.apply_node(*n);
+  const std::string record = ";GPU-b,NVIDIA,16384,100:;";
+  const std::string containers = testing::container_json("main", R"("nvidia.com/gpu":"1","nvidia.com/gpumem":"1000","nvidia.com/gpucores":"10")");
+  const Pod forged = testing::pod_from(testing::pod_json(containers, R"("hami.io/vgpu-devices-allocated":")" + record + R"(","hami.io/vgpu-node":"n1")",
+                                                         R"("nodeName":"n1",)"),
+                                       hami);
+  b.builder.apply_bound_pod(forged);
+  ASSERT_EQ(b.reports.size(), 1u);
+  EXPECT_EQ(b.reports[0].reason, "FracpackRecordRejected");
+  const auto& use = b.ledger().node("n1")->use();
+  EXPECT_EQ(use[0].cores + use[1].cores, 100) << "charged what it asks, by inference, not the whole card it wrote";
+  // Signed by fracpack's extender, the same kind of record is charged as written.
+  auto signed_annotations = testing::signed_record(hami, "u2", "n1",
+                                                   {{"hami.io/vgpu-devices-allocated", ";GPU-a,NVIDIA,1000,10:;"}, {"hami.io/vgpu-node", "n1"}});
+  std::string ann;
+  for (const auto& [k, v] : signed_annotations) ann += (ann.empty() ? "" : ",") + ("\"" + k + "\":\"" + v + "\"");
+  Pod ok = testing::pod_from(testing::pod_json(containers, ann, R"("nodeName":"n1",)"), hami);
+  ok.meta.uid = "u2";
+  ok.meta.name = "q";
+  b.builder.apply_bound_pod(ok);
+  EXPECT_EQ(b.reports.size(), 1u);
+  EXPECT_EQ(b.ledger().pod("u2")->allocation.containers.at(0).cards.at(0).uuid, "GPU-a");
+
+  const GpushareContract gpushare;
+  Built g(gpushare, testing::test_trust());
+  g.builder.apply_node(*parse_node(R"({"metadata":{"name":"n1"},"status":{"capacity":{"aliyun.com/gpu-mem":"30","aliyun.com/gpu-count":"2"},)"
+                                   R"("allocatable":{"cpu":"8"}}})",
+                                   gpushare.selection()));
+  g.builder.apply_bound_pod(testing::pod_from(
+      testing::pod_json(testing::container_json("main", R"("aliyun.com/gpu-mem":"2")"),
+                        R"("ALIYUN_COM_GPU_MEM_IDX":"1","ALIYUN_COM_GPU_MEM_POD":"15","ALIYUN_COM_GPU_MEM_DEV":"15")", R"("nodeName":"n1",)"),
+      gpushare));
+  ASSERT_EQ(g.reports.size(), 1u);
+  EXPECT_EQ(g.reports[0].reason, "FracpackRecordRejected");
+  EXPECT_LE(g.ledger().node("n1")->use()[1].memory_mib, 2048) << "not the 15 GiB it wrote";
 }
 
 }  // namespace

@@ -134,5 +134,28 @@ TEST(RecordSignature, KeysLoadFromFilesAndFoldersAndBadOnesAreNamed) {
   std::filesystem::remove_all(dir);
 }
 
+
+TEST(RecordSignature, TheExtenderChecksItsMacAndAnAgentTheSignature) {
+  const Pod good = signed_pod();
+  const std::string message = record_message(good.meta.uid, good.node_name, kKeys, good.meta.annotations);
+  RecordVerifier agent;  // public keys only
+  ASSERT_TRUE(agent.add_pem(testing::test_signer()->public_pem(), "public").ok());
+  const std::string& signature = *good.meta.annotation(kRecordSignatureAnnotation);
+  EXPECT_TRUE(agent.verify(message, signature).ok());
+  EXPECT_TRUE(testing::test_trust().verifier->verify(message, signature).ok());
+  // The MAC edited: the extender falls back to the signature; both still trust
+  // the record fracpack wrote, and neither trusts an edited record.
+  std::string bad_mac = signature;
+  bad_mac.back() = bad_mac.back() == 'A' ? 'B' : 'A';
+  EXPECT_TRUE(testing::test_trust().verifier->verify(message, bad_mac).ok());
+  EXPECT_TRUE(agent.verify(message, bad_mac).ok());
+  const std::string other = record_message("uid-x", "n1", kKeys, good.meta.annotations);
+  EXPECT_FALSE(testing::test_trust().verifier->verify(other, signature).ok()) << "a MAC for another message";
+  EXPECT_FALSE(agent.verify(other, signature).ok());
+  // No MAC at all (a signature made elsewhere): the signature decides.
+  const std::string no_mac = signature.substr(0, signature.find(';'));
+  EXPECT_TRUE(testing::test_trust().verifier->verify(message, no_mac).ok());
+}
+
 }  // namespace
 }  // namespace fracpack::k8s
