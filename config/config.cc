@@ -309,8 +309,8 @@ Status validate(const Config& c) {
   if (c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" && c.log.level != "error") {
     return Error{"log.level: expected debug, info, warn or error, got \"" + c.log.level + "\""};
   }
-  if (c.cluster.bind_fence_read != "consistent" && c.cluster.bind_fence_read != "resourceVersion") {
-    return Error{"cluster.bindFenceRead: expected consistent or resourceVersion, got \"" + c.cluster.bind_fence_read + "\""};
+  if (c.cluster.bind_fence_read != "auto" && c.cluster.bind_fence_read != "consistent" && c.cluster.bind_fence_read != "resourceVersion") {
+    return Error{"cluster.bindFenceRead: expected auto, consistent or resourceVersion, got \"" + c.cluster.bind_fence_read + "\""};
   }
   if (c.log.format != "json" && c.log.format != "logfmt") return Error{"log.format: expected json or logfmt, got \"" + c.log.format + "\""};
   if (auto l = parse_listen(c.node_agent.listen); !l) return Error{"nodeAgent.listen: " + l.message()};

@@ -47,9 +47,10 @@ struct ClusterConfig {
   // posted after the scheduler stopped waiting for it.
   milliseconds bind_timeout{4000};
   // How a GPU bind reads what the API server has bound on its node
-  // (k8s/bind_fence.h): "consistent" (one consistent list) or
-  // "resourceVersion" (two reads, for API servers before 1.31).
-  std::string bind_fence_read = "consistent";
+  // (k8s/bind_fence.h): "auto" (the API server's version picks: consistent
+  // from 1.31, where the watch cache serves it), "consistent" (one
+  // consistent list) or "resourceVersion" (two reads, cheap on every version).
+  std::string bind_fence_read = "auto";
   bool events = true;
   bool operator==(const ClusterConfig&) const = default;
 };

@@ -183,7 +183,16 @@ struct ApiClient::Impl {
 
   std::string where() const { return config.endpoint.url(); }
 
+  // A fresh connection; on any failure none is left open (a socket whose
+  // connect or handshake failed must not be reused for the next request:
+  // it would fail again as "SSL routines::uninitialized").
   Status connect() {
+    Status s = open_connection();
+    if (!s.ok()) close();
+    return s;
+  }
+
+  Status open_connection() {
     if (Status s = setup_tls(); !s.ok()) return s;
     tcp.reset();
     tls.reset();
@@ -318,6 +327,7 @@ Result<HttpResponse> ApiClient::request(std::string_view method, std::string_vie
   if (verb == http::verb::unknown) return Error{"unknown HTTP method " + std::string(method)};
   if (timeout.count() == 0) timeout = config_.request_timeout;
   const std::string what = std::string(method) + " " + std::string(target);
+  last_sent_ = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const bool reused = m.open();
     if (!reused) {
@@ -328,6 +338,8 @@ Result<HttpResponse> ApiClient::request(std::string_view method, std::string_vie
     if (!st.ok()) return Error{what + ": " + st.message()};
     error_code ec;
     m.lowest().expires_after(timeout);
+    // From here on the server may get the request (or part of it).
+    last_sent_ = true;
     m.with_stream([&](auto& s) { http::async_write(s, req, [&](error_code e, size_t) { ec = e; }); });
     m.run();
     if (ec) {

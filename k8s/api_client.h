@@ -104,6 +104,11 @@ class ApiClient {
   Result<int> stream(std::string_view target, std::chrono::milliseconds idle_timeout, const HeadHandler& on_head,
                      const DataHandler& on_data);
 
+  // Whether the last request() may have reached the server: false when it
+  // failed before a byte was written (no connection, a failed TLS
+  // handshake, no token), so its outcome is known: not applied.
+  bool last_request_sent() const { return last_sent_; }
+
   // Drops the connection (the next request reconnects).
   void close();
   // Closes the connection from another thread, interrupting a blocked
@@ -116,6 +121,7 @@ class ApiClient {
   struct Impl;
   ClientConfig config_;
   std::unique_ptr<Impl> impl_;
+  bool last_sent_ = false;
 };
 
 // "Status" objects the API server returns with errors: their message.

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "k8s/server_version.h"
+
 namespace fracpack::k8s {
 
 namespace {
@@ -18,6 +20,43 @@ std::chrono::milliseconds time_left(BindFence::Clock::time_point deadline, std::
 
 BindFence::BindFence(std::string pod_field_selector, Selection selection, Read read)
     : field_selector_(std::move(pod_field_selector)), selection_(std::move(selection)), read_(read) {}
+
+BindFence::Read BindFence::mode() const {
+  std::lock_guard lock(mu_);
+  return read_ == Read::kAuto ? resolved_ : read_;
+}
+
+std::string_view BindFence::mode_name(Read r) {
+  switch (r) {
+    case Read::kConsistent: return "consistent";
+    case Read::kResourceVersion: return "resourceVersion";
+    case Read::kAuto: return "auto";
+  }
+  return "?";
+}
+
+BindFence::Read BindFence::effective_read(ApiClient& client, Clock::time_point deadline) {
+  if (read_ != Read::kAuto) return read_;
+  {
+    std::lock_guard lock(mu_);
+    if (resolved_ != Read::kAuto) return resolved_;
+  }
+  // Once: the API server's version picks the read. Until it is known, the
+  // read every version serves cheaply.
+  auto v = read_server_version(client, time_left(deadline, std::chrono::milliseconds(1000)));
+  if (!v) return Read::kResourceVersion;
+  std::lock_guard lock(mu_);
+  if (resolved_ == Read::kAuto) {
+    resolved_ = consistent_list_from_cache(*v) ? Read::kConsistent : Read::kResourceVersion;
+    resolved_version_ = v->git_version;
+  }
+  return resolved_;
+}
+
+std::string BindFence::resolved_from() const {
+  std::lock_guard lock(mu_);
+  return resolved_version_;
+}
 
 BindFence::Stats BindFence::stats() const {
   std::lock_guard lock(mu_);
@@ -85,7 +124,7 @@ Result<std::vector<Pod>> BindFence::node_pods(ApiClient& client, const std::stri
   // No limit: without a resourceVersion a consistent read; with one, "not
   // older than" it; either way the whole answer at once (§4.2).
   std::string target = "/api/v1/pods?fieldSelector=" + url_encode(selector);
-  if (read_ == Read::kResourceVersion) {
+  if (effective_read(client, deadline) == Read::kResourceVersion) {
     auto version = current_version(client, arrived, deadline);
     if (!version) return version.error();
     target += "&resourceVersion=" + url_encode(*version);

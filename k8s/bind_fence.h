@@ -11,7 +11,12 @@
 // So before a GPU bind is posted, its node's live pods are read from the API
 // server as of a moment after the bind arrived, in one of two ways:
 //
-//   kConsistent (default)  one consistent LIST of the node's pods
+//   kAuto (default)    the API server's version picks (GET /version, once):
+//      kConsistent from 1.31 on, kResourceVersion before (and until the
+//      version is known). Found on a real 1.20 API server: a consistent
+//      list per bind, read from etcd, failed a third of the binds of a
+//      burst (issue 31).
+//   kConsistent        one consistent LIST of the node's pods
 //      (fieldSelector spec.nodeName=<node>, no resourceVersion: a quorum
 //      read). Kubernetes 1.31 and later serve it from the watch cache once
 //      the cache has caught up with etcd (ConsistentListFromCache, KEP-2340,
@@ -38,6 +43,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "k8s/api_client.h"
@@ -49,12 +55,18 @@ class BindFence {
  public:
   using Clock = std::chrono::steady_clock;
 
-  enum class Read { kConsistent, kResourceVersion };
+  enum class Read { kConsistent, kResourceVersion, kAuto };
 
   // `pod_field_selector`: the pod informer's ("status.phase!=Succeeded,..."),
   // so the node read sees what the informer would; `selection`: what the
   // decoder keeps.
-  BindFence(std::string pod_field_selector, Selection selection, Read read = Read::kConsistent);
+  BindFence(std::string pod_field_selector, Selection selection, Read read = Read::kAuto);
+
+  // The read in use (kAuto until the version is known), its name, and the
+  // API server version that picked it ("" if none did).
+  Read mode() const;
+  static std::string_view mode_name(Read r);
+  std::string resolved_from() const;
 
   // The pods bound to `node` as the API server has them at a resourceVersion
   // no older than `arrived`. Runs on the caller's thread with the caller's
@@ -72,11 +84,14 @@ class BindFence {
 
  private:
   Result<std::string> current_version(ApiClient& client, Clock::time_point arrived, Clock::time_point deadline);
+  Read effective_read(ApiClient& client, Clock::time_point deadline);
 
   const std::string field_selector_;
   const Selection selection_;
   const Read read_;
   mutable std::mutex mu_;
+  Read resolved_ = Read::kAuto;    // kAuto: what the version picked
+  std::string resolved_version_;
   std::condition_variable done_;
   bool reading_ = false;                 // a version read is in flight...
   Clock::time_point reading_since_{};    // ...started then

@@ -1,5 +1,7 @@
 #include "k8s/binding.h"
 
+#include <algorithm>
+
 
 #include "common/json_write.h"
 
@@ -30,22 +32,18 @@ std::string binding_json(const BindTarget& t) {
   return out;
 }
 
-namespace {
-
 // Does the pod as the API server has it now sit on the target node? When
 // the GET fails too, nobody knows: the Binding may have been applied.
-enum class Presence { kThere, kNotThere, kUnknown };
 Presence already_there(ApiClient& client, const BindTarget& t, std::chrono::milliseconds timeout) {
   auto r = client.request("GET", "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name, {}, "application/json", timeout);
   if (!r) return Presence::kUnknown;
-  if (r->status == 404) return Presence::kNotThere;
+  if (r->status == 404) return Presence::kGone;
   if (r->status != 200) return Presence::kUnknown;
   auto pod = parse_pod(r->body, Selection{});
   if (!pod) return Presence::kUnknown;
-  return pod->node_name == t.node && (t.uid.empty() || pod->meta.uid == t.uid) ? Presence::kThere : Presence::kNotThere;
+  if (!t.uid.empty() && pod->meta.uid != t.uid) return Presence::kGone;
+  return pod->node_name == t.node ? Presence::kThere : Presence::kNotThere;
 }
-
-}  // namespace
 
 Result<BindOutcome> post_binding(ApiClient& client, const BindTarget& t, bool* pod_gone, bool* outcome_unknown,
                              std::chrono::milliseconds timeout) {
@@ -53,11 +51,20 @@ Result<BindOutcome> post_binding(ApiClient& client, const BindTarget& t, bool* p
   if (outcome_unknown != nullptr) *outcome_unknown = false;
   const std::string path = "/api/v1/namespaces/" + t.namespace_name + "/pods/" + t.name + "/binding";
   auto r = client.request("POST", path, binding_json(t), "application/json", timeout);
+  if (!r && !client.last_request_sent()) {
+    // Never sent (no connection: an API server restarting): not applied.
+    return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": " + r.message() + " (not sent)"};
+  }
+  // The read that tells whether a Binding was applied gets a budget of its
+  // own: the POST's remnant (a few ms at a bind's deadline) would leave the
+  // outcome unknown where one read would settle it.
+  const auto read_budget = std::max(timeout, kSettleReadTimeout);
   if (!r) {
     // The request may have reached the server before the connection failed.
-    const Presence p = already_there(client, t, timeout);
+    const Presence p = already_there(client, t, read_budget);
     if (p == Presence::kThere) return BindOutcome::kAlreadyBound;
     if (outcome_unknown != nullptr) *outcome_unknown = p == Presence::kUnknown;
+    if (pod_gone != nullptr) *pod_gone = p == Presence::kGone;
     return Error{"binding " + t.namespace_name + "/" + t.name + " to " + t.node + ": " + r.message()};
   }
   if (r->status == 201 || r->status == 200) return BindOutcome::kBound;
@@ -67,7 +74,7 @@ Result<BindOutcome> post_binding(ApiClient& client, const BindTarget& t, bool* p
   }
   if (r->status >= 500 || r->status == 429) {
     // A 5xx may come after the write was applied (an etcd timeout).
-    const Presence p = already_there(client, t, timeout);
+    const Presence p = already_there(client, t, read_budget);
     if (p == Presence::kThere) return BindOutcome::kAlreadyBound;
     if (outcome_unknown != nullptr) *outcome_unknown = p == Presence::kUnknown;
   }

@@ -6,6 +6,7 @@
 // a lost response).
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "k8s/api_client.h"
@@ -37,5 +38,15 @@ std::string binding_json(const BindTarget& target);
 // that may follow it.
 Result<BindOutcome> post_binding(ApiClient& client, const BindTarget& target, bool* pod_gone = nullptr,
                              bool* outcome_unknown = nullptr, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+// The least time a read that settles a Binding's outcome is given (whatever
+// the bind's own deadline left).
+inline constexpr std::chrono::milliseconds kSettleReadTimeout{1000};
+
+// Where the pod stands now, by one GET: on `target.node`, not bound there
+// (pending, or bound elsewhere), gone (404, or its name holds another UID),
+// or unknown (the read failed).
+enum class Presence { kThere, kNotThere, kGone, kUnknown };
+Presence already_there(ApiClient& client, const BindTarget& target, std::chrono::milliseconds timeout);
 
 }  // namespace fracpack::k8s

@@ -607,10 +607,27 @@ void FilterReplyWriter::render_pass(std::string& out, std::string_view name_or_o
   }
 }
 
+std::string printf_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (char c : text) {
+    if (c == '%') {
+      out += " percent";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 void FilterReplyWriter::render_fail(std::string& out, std::string_view node, std::string_view reason) {
   append_json_string(out, node);
   out.push_back(':');
-  append_json_string_cut(out, reason, kMaxReasonBytes);
+  if (reason.find('%') == std::string_view::npos) {
+    append_json_string_cut(out, reason, kMaxReasonBytes);
+  } else {
+    append_json_string_cut(out, printf_safe(reason), kMaxReasonBytes);
+  }
 }
 
 std::string* FilterReplyWriter::next_passed() {
@@ -635,9 +652,17 @@ void FilterReplyWriter::pass(std::string_view name_or_object) {
 
 void FilterReplyWriter::fail(std::string_view node, std::string_view reason, bool unresolvable) {
   if (std::string* out = next_failed(unresolvable)) {
+    const size_t start = out->size();
     render_fail(*out, node, reason);
+    if (unresolvable && unresolvable_as_failed_) also_failed(std::string_view(*out).substr(start));
     charge();
   }
+}
+
+void FilterReplyWriter::also_failed(std::string_view entry) {
+  // (copied before charge(): `entry` views unresolvable_)
+  std::string copy(entry);
+  if (std::string* failed = next_failed(false)) *failed += copy;
 }
 
 void FilterReplyWriter::pass_rendered(std::string_view entry) {
@@ -650,6 +675,7 @@ void FilterReplyWriter::pass_rendered(std::string_view entry) {
 void FilterReplyWriter::fail_rendered(std::string_view entry, bool unresolvable) {
   if (std::string* out = next_failed(unresolvable)) {
     *out += entry;
+    if (unresolvable && unresolvable_as_failed_) also_failed(entry);
     charge();
   }
 }
@@ -669,7 +695,7 @@ std::string FilterReplyWriter::finish(std::string_view error, bool no_nodes) {
   out += "},\"FailedAndUnresolvableNodes\":{";
   out += unresolvable_;
   out += "},\"Error\":";
-  append_json_string_cut(out, error, kMaxReasonBytes);
+  append_json_string_cut(out, error.find('%') == std::string_view::npos ? std::string(error) : printf_safe(error), kMaxReasonBytes);
   out.push_back('}');
   return out;
 }

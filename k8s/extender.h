@@ -76,6 +76,11 @@ inline constexpr size_t kMaxReasonBytes = 512;
 // name, or its unmodified object text with `full_nodes`; fail() each
 // rejected one (FailedNodes, or FailedAndUnresolvableNodes); then finish().
 // The caller answers each distinct node once (FailedNodes is a map).
+// `text` with every '%' written as " percent": kube-scheduler records an
+// extender's reasons as a printf format (its Events would read
+// "65%!c(MISSING)ompute").
+std::string printf_safe(std::string_view text);
+
 class FilterReplyWriter {
  public:
   // `max_bytes`: the reply's budget; past it, what was written is dropped
@@ -93,6 +98,11 @@ class FilterReplyWriter {
   void pass_rendered(std::string_view entry);
   void fail_rendered(std::string_view entry, bool unresolvable);
   bool over_budget() const { return over_; }
+  // Also list each unresolvable node in FailedNodes: kube-scheduler before
+  // 1.21 knows no FailedAndUnresolvableNodes and drops those nodes without
+  // their reason ("0/50 nodes are available: ."); later ones let that map
+  // win (kubernetes-protocol.md §2.4).
+  void list_unresolvable_as_failed(bool on) { unresolvable_as_failed_ = on; }
   // `no_nodes`: neither NodeNames nor Nodes (the request had neither).
   // Once: the writer is spent after it.
   std::string finish(std::string_view error = "", bool no_nodes = false);
@@ -102,7 +112,9 @@ class FilterReplyWriter {
   std::string* next_passed();
   std::string* next_failed(bool unresolvable);
   void charge();
+  void also_failed(std::string_view entry);
   bool full_nodes_;
+  bool unresolvable_as_failed_ = false;
   bool over_ = false;
   size_t max_bytes_;
   size_t passes_ = 0;

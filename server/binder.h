@@ -42,6 +42,11 @@ class Binder {
     // Binding would only race whoever it asks next.
     Clock::time_point deadline = Clock::time_point::max();
     Recheck recheck;  // GPU binds (null: nothing to fence)
+    // After an unknown outcome (reported first, through `done`), the
+    // binder reads the pod until it can tell where it stands and says so
+    // here (kThere, kNotThere, kGone; kUnknown when it never could): the
+    // reservation is settled at once, not left to its TTL.
+    std::function<void(k8s::Presence)> settled;
   };
   virtual void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) = 0;
 };

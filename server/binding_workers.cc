@@ -1,6 +1,8 @@
 #include "server/binding_workers.h"
 
 #include <algorithm>
+#include <string>
+#include <thread>
 
 namespace fracpack::server {
 
@@ -100,6 +102,15 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job)
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now());
   if (left.count() <= 0) return too_late(t, "while the node's pods were read");
+  // A Binding posted with a few milliseconds to go would time out here
+  // while the API server applies or refuses it: its outcome unknown, its
+  // reservation held for nothing. Not posting it is an outcome known.
+  // (A quarter of the whole bind timeout at most, for short ones.)
+  const auto floor = std::min(kMinPostBudget, std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - job.arrived) / 4);
+  if (left < floor) {
+    return too_late(t, "while the node's pods were read (" + std::to_string(left.count()) + " ms were left, less than the " +
+                           std::to_string(floor.count()) + " ms a Binding is given)");
+  }
   bool gone = false, unknown = false;
   auto r = k8s::post_binding(client, t, &gone, &unknown, std::min(left, client_.request_timeout));
   if (r) return out;
@@ -130,8 +141,21 @@ void BindingWorkers::work() {
       const k8s::BindTarget& t = p.job.target;
       events_->record(k8s::EventRef{t.namespace_name, t.name, t.uid}, "Warning", "FailedBinding", o.status.message());
     }
+    const bool unknown = o.outcome_unknown;
     p.done(std::move(o), p.job.target);
+    if (unknown && p.job.settled) p.job.settled(settle(client, p.job.target));
   }
+}
+
+k8s::Presence BindingWorkers::settle(k8s::ApiClient& client, const k8s::BindTarget& t) {
+  // The API server answered nothing useful a moment ago: a few reads,
+  // spaced, each with a budget of its own.
+  for (int attempt = 0; attempt < kSettleReads; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kSettleSpacing);
+    const k8s::Presence p = k8s::already_there(client, t, k8s::kSettleReadTimeout);
+    if (p != k8s::Presence::kUnknown) return p;
+  }
+  return k8s::Presence::kUnknown;
 }
 
 }  // namespace fracpack::server

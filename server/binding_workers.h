@@ -50,6 +50,12 @@ class BindingWorkers final : public Binder {
   Load load() const;
 
   static constexpr std::chrono::seconds kIdle{60};
+  // A Binding is posted only with at least this much of its bind timeout
+  // left (a quarter of the timeout when that is less).
+  static constexpr std::chrono::milliseconds kMinPostBudget{500};
+  // Reads that settle a bind whose outcome was unknown.
+  static constexpr int kSettleReads = 5;
+  static constexpr std::chrono::milliseconds kSettleSpacing{500};
 
  private:
   struct Pending {
@@ -61,6 +67,8 @@ class BindingWorkers final : public Binder {
   void start_worker();  // with mu_ held
   Outcome post(k8s::ApiClient& client, Job& job);
   Outcome fence_and_post(k8s::ApiClient& client, Job& job);
+  // Where a pod whose Binding's outcome was unknown stands (Binder::Job::settled).
+  static k8s::Presence settle(k8s::ApiClient& client, const k8s::BindTarget& t);
 
   k8s::ClientConfig client_;
   k8s::EventRecorder* events_;

@@ -15,6 +15,7 @@
 #include "common/file_io.h"
 #include "common/error_body.h"
 #include "k8s/extender.h"
+#include "k8s/server_version.h"
 #include "k8s/snapshot.h"
 #include "k8s/workload_codec.h"
 #include "scheduling/policy.h"
@@ -173,7 +174,9 @@ Status Daemon::start() {
     // in ways this replica's watch has not delivered yet.
     fence_ = std::make_unique<k8s::BindFence>(
         k8s::kLivePodsSelector, state_->selection(),
-        c.cluster.bind_fence_read == "resourceVersion" ? k8s::BindFence::Read::kResourceVersion : k8s::BindFence::Read::kConsistent);
+        c.cluster.bind_fence_read == "resourceVersion" ? k8s::BindFence::Read::kResourceVersion
+        : c.cluster.bind_fence_read == "consistent"    ? k8s::BindFence::Read::kConsistent
+                                                       : k8s::BindFence::Read::kAuto);
     auto workers = std::make_unique<BindingWorkers>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
     if (c.contract.profile == "hami" && c.contract.hami_node_lock) {
       k8s::NodeLockOptions lock;
@@ -196,6 +199,14 @@ Status Daemon::start() {
     k8s::ClusterInformersOptions io;
     io.tune = options_.tune_informer;
     informers_ = std::make_unique<k8s::ClusterInformers>(*client_, *state_, io);
+    metrics_.add_collector([this](std::vector<SampledFamily>& out) {
+      const auto mode = fence_->mode();
+      out.push_back(SampledFamily{"fracpack_bind_fence_read",
+                                  "How binds read their node's pods (cluster.bindFenceRead; \"auto\" until the API server's version "
+                                  "picked one): 1 for the read in use.",
+                                  SampledFamily::Type::kGauge,
+                                  {{{{"mode", std::string(k8s::BindFence::mode_name(mode))}}, 1.0}}});
+    });
     metrics_.add_collector([this](std::vector<SampledFamily>& out) {
       out.push_back(SampledFamily{"fracpack_overcommitted_cards",
                                   "Cards whose allocation records, as the API server has them, sum past the card (placed by "
@@ -290,6 +301,10 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   eo.one_bind_per_node = options_.config.contract.profile == "hami" && options_.config.contract.hami_node_lock && client_.has_value();
   eo.scheduler_names = options_.config.scheduler_names;
   eo.signer = keys_.signer;
+  // kube-scheduler before 1.21 drops nodes listed only in
+  // FailedAndUnresolvableNodes, reasons and all: list them in FailedNodes
+  // too unless the API server's version rules such a scheduler out.
+  eo.unresolvable_as_failed = mode_ == "kubernetes" && !(server_version_ && k8s::scheduler_knows_unresolvable(*server_version_));
   verbs_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, eo);
   StatusOptions so;
   so.version = options_.version;
@@ -383,6 +398,19 @@ void Daemon::control(std::stop_token stop) {
   }
   if (stop.stop_requested()) return;
   report_sources();
+  {
+    // What this cluster's Kubernetes version needs of fracpack (README
+    // "Compatibility"): best effort, a second at most.
+    k8s::ApiClient version_client(*client_);
+    auto v = k8s::read_server_version(version_client, std::chrono::milliseconds(1000));
+    if (v) {
+      server_version_ = *v;
+      log_info("api server version", {{"version", v->git_version}, {"minor", std::to_string(v->minor)},
+                                      {"unresolvable_nodes_also_in_failed_nodes", k8s::scheduler_knows_unresolvable(*v) ? "no" : "yes"}});
+    } else {
+      log_warn("api server version unknown", {{"error", v.message()}, {"assumed", "a kube-scheduler older than 1.21"}});
+    }
+  }
   std::string source;
   auto workload = cluster_workload(&source);
   if (auto s = build_service(workload, source); !s.ok()) {

@@ -27,6 +27,7 @@
 #include "k8s/cluster_informers.h"
 #include "k8s/cluster_state.h"
 #include "k8s/events.h"
+#include "k8s/server_version.h"
 #include "scheduling/evaluator.h"
 #include "server/binder.h"
 #include "server/extender_service.h"
@@ -90,6 +91,7 @@ class Daemon {
   DaemonOptions options_;
   std::string mode_;  // "snapshot" or "kubernetes"
   RecordKeys keys_;         // security: the signing key and the trust in records
+  std::optional<k8s::ServerVersion> server_version_;  // read once the lists are applied (kubernetes mode)
   std::string keys_error_;  // why they could not be loaded (start() says it)
   Metrics metrics_;
   std::unique_ptr<k8s::ClusterState> state_;

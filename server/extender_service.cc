@@ -32,7 +32,8 @@ ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator
       metrics_(metrics),
       options_(options),
       recent_(options.recent_pods, options.recent_pod_bytes),
-      record_keys_(contract_.record_keys()) {}
+      record_keys_(contract_.record_keys()),
+      replies_(options.unresolvable_as_failed) {}
 
 namespace {
 
@@ -79,6 +80,7 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   // Room is reserved by the paths that write every node: a names-mode
   // request answered from a kept reply writes none.
   k8s::FilterReplyWriter reply(full, 0, options_.max_reply_bytes);
+  reply.list_unresolvable_as_failed(options_.unresolvable_as_failed);
   auto reserve_for_all = [&] {
     size_t bytes = count * 24;  // a name and its separator, about
     if (full) {
@@ -278,7 +280,7 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   return json_response(200, k8s::format_host_priorities(out));
 }
 
-void ExtenderService::bind(const std::string& body, Reply reply) {
+void ExtenderService::bind(const std::string& body, Reply reply, std::chrono::steady_clock::time_point arrived) {
   auto args = k8s::parse_binding_args(body);
   if (!args) return reply(bad_request(args.message()));
   const std::string who = args->pod_namespace + "/" + args->pod_name;
@@ -318,7 +320,7 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
   if (placement.refusal != nullptr) return refuse(placement.refusal, placement.reason);
   Binder::Job job;
   job.target = k8s::BindTarget{args->pod_namespace, args->pod_name, pod->meta.uid, args->node, {}, {}};
-  job.arrived = Binder::Clock::now();
+  job.arrived = arrived;
   job.deadline = job.arrived + options_.bind_timeout;
   if (placement.gpu) {
     write_record(*pod, placement.allocation, job.target);
@@ -336,19 +338,56 @@ void ExtenderService::bind(const std::string& body, Reply reply) {
     };
   }
   job.pod = std::move(*pod);
+  if (placement.reserved) {
+    // A bind whose outcome was unknown is settled by a read of the pod as
+    // soon as the binder can make one, not left to the reservation's TTL.
+    job.settled = [this, uid = job.target.uid, who, node = args->node](k8s::Presence p) { settle_bind(p, uid, who, node); };
+  }
   const bool counted = placement.gpu && options_.one_bind_per_node;
-  if (counted) {
+  {
     std::lock_guard lock(binding_mu_);
-    ++binding_to_[args->node];
+    if (counted) ++binding_to_[args->node];
+    binding_uids_.insert(job.target.uid);
   }
   binder_.bind(std::move(job), [this, reply, who, counted, reserved = placement.reserved, reason = placement.reason](
                                    Binder::Outcome o, const k8s::BindTarget& written) {
-    if (counted) {
+    {
       std::lock_guard lock(binding_mu_);
-      if (auto it = binding_to_.find(written.node); it != binding_to_.end() && --it->second == 0) binding_to_.erase(it);
+      if (counted) {
+        if (auto it = binding_to_.find(written.node); it != binding_to_.end() && --it->second == 0) binding_to_.erase(it);
+      }
+      if (auto it = binding_uids_.find(written.uid); it != binding_uids_.end()) binding_uids_.erase(it);
     }
     finish_bind(std::move(o), written, who, reserved, reason, reply);
   });
+}
+
+void ExtenderService::settle_bind(k8s::Presence p, const std::string& uid, const std::string& who, const std::string& node) {
+  switch (p) {
+    case k8s::Presence::kThere:
+      state_.note_bound(uid);
+      log_info("bind outcome settled: bound", {{"pod", who}, {"uid", uid}, {"node", node}});
+      return;
+    case k8s::Presence::kGone:
+      state_.note_gone(uid);
+      log_info("bind outcome settled: the pod is gone; reservation released", {{"pod", who}, {"uid", uid}, {"node", node}});
+      return;
+    case k8s::Presence::kNotThere: {
+      // Unless kube-scheduler's retry is binding it right now (it reuses
+      // this reservation and settles it itself).
+      {
+        std::lock_guard lock(binding_mu_);
+        if (binding_uids_.contains(uid)) return;
+      }
+      if (state_.forget(uid)) {
+        log_info("bind outcome settled: not bound; reservation released", {{"pod", who}, {"uid", uid}, {"node", node}});
+      }
+      return;
+    }
+    case k8s::Presence::kUnknown:
+      log_warn("bind outcome still unknown: reservation kept until the reconciler settles it", {{"pod", who}, {"uid", uid}, {"node", node}});
+      return;
+  }
 }
 
 ExtenderService::Placement ExtenderService::place(const k8s::Pod& pod, const std::string& node, const std::string& who) {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "k8s/cluster_state.h"
@@ -55,6 +56,9 @@ struct ExtenderOptions {
   // Signs every allocation record the Binding writes (null: unsigned,
   // security.records: unsigned).
   std::shared_ptr<const k8s::RecordSigner> signer;
+  // Unresolvable nodes are listed in FailedNodes too, for kube-schedulers
+  // before 1.21 (k8s::FilterReplyWriter::list_unresolvable_as_failed).
+  bool unresolvable_as_failed = false;
 };
 
 class ExtenderService {
@@ -64,8 +68,9 @@ class ExtenderService {
 
   HttpResponse filter(const std::string& body);
   HttpResponse prioritize(const std::string& body);
-  // Answers through `reply` once the binder is done.
-  void bind(const std::string& body, Reply reply);
+  // Answers through `reply` once the binder is done. The bind timeout
+  // counts from `arrived` (the request's arrival).
+  void bind(const std::string& body, Reply reply, std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now());
   HttpResponse preempt(const std::string& body);
 
  private:
@@ -85,6 +90,8 @@ class ExtenderService {
   void write_record(const k8s::Pod& pod, const scheduling::Allocation& allocation, k8s::BindTarget& target) const;
   void finish_bind(Binder::Outcome o, const k8s::BindTarget& written, const std::string& who, bool reserved,
                    const std::string& reason, const Reply& reply);
+  // Where a bind whose outcome was unknown turned out to stand (Binder::Job::settled).
+  void settle_bind(k8s::Presence p, const std::string& uid, const std::string& who, const std::string& node);
   bool binds_in_flight() {
     std::lock_guard lock(binding_mu_);
     return !binding_to_.empty();
@@ -104,6 +111,7 @@ class ExtenderService {
   // With one_bind_per_node: GPU binds in flight per node.
   std::mutex binding_mu_;
   std::map<std::string, int, std::less<>> binding_to_;  // looked up by string_view
+  std::multiset<std::string> binding_uids_;              // binds in flight, by pod UID
 };
 
 }  // namespace fracpack::server

@@ -309,6 +309,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     idle_ = false;
     idle_since_ = 0;
     first_ = false;
+    arrived_ = std::chrono::steady_clock::now();  // the request's deadlines count from here
     if (ec) return on_read_error(ec);
     const std::string why = folded_ ? "a folded header line (obsolete line folding, RFC 9112 section 5.2)" : framing_error(parser_->get());
     if (!why.empty()) {
@@ -445,6 +446,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     req.content_type = std::string(msg[http::field::content_type]);
     req.body = std::move(msg.body());
     req.remote = remote_;
+    req.arrived = arrived_;
     version_ = msg.version();
     parser_.reset();
     ++server_->requests;
@@ -556,6 +558,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   size_t direct_length_ = 0;
   bool linger_ = false;  // a refusal left the request unread: drain before closing
   bool folded_ = false;  // the header now parsed had a folded line
+  std::chrono::steady_clock::time_point arrived_{};  // when the current request's header was read
   std::optional<http::request_parser<http::string_body>> parser_;
   std::list<std::weak_ptr<SessionBase>>::iterator registration_;
   std::atomic<int64_t> idle_since_{0};

@@ -45,6 +45,9 @@ struct HttpRequest {
   std::string body;
   std::string content_type;
   std::string remote;  // "10.0.0.1:41234"
+  // When its header had been read: deadlines that kube-scheduler counts from
+  // its send count from here, not from when a busy io thread got to it.
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
 
   // The target without its query string.
   std::string_view path() const { return std::string_view(target).substr(0, target.find('?')); }

@@ -109,8 +109,9 @@ KeptFilterAnswer FilterReplyCache::answer_of(std::string_view name, const Verdic
   return a;
 }
 
-void FilterReplyCache::render(KeptFilterReply& e) {
+void FilterReplyCache::render(KeptFilterReply& e) const {
   k8s::FilterReplyWriter reply(false, e.answers.size(), e.budget);
+  reply.list_unresolvable_as_failed(unresolvable_as_failed_);
   size_t text_bytes = 0;
   for (const KeptFilterAnswer& a : e.answers) {
     text_bytes += a.text.size();

@@ -137,6 +137,8 @@ class KeptReplyCache {
 
 class FilterReplyCache : public KeptReplyCache<KeptFilterReply> {
  public:
+  // `unresolvable_as_failed`: FilterReplyWriter::list_unresolvable_as_failed.
+  explicit FilterReplyCache(bool unresolvable_as_failed = false) : unresolvable_as_failed_(unresolvable_as_failed) {}
   struct Reply {
     std::shared_ptr<const std::string> body;  // null: the reply would exceed max_reply_bytes
     FilterTally tally;
@@ -151,7 +153,8 @@ class FilterReplyCache : public KeptReplyCache<KeptFilterReply> {
 
  private:
   static KeptFilterAnswer answer_of(std::string_view name, const scheduling::Verdict& v);
-  static void render(KeptFilterReply& e);
+  void render(KeptFilterReply& e) const;
+  const bool unresolvable_as_failed_;
 };
 
 class PrioritizeReplyCache : public KeptReplyCache<KeptPrioritizeReply> {

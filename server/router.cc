@@ -29,7 +29,7 @@ void Router::handle(HttpRequest&& request, Reply reply) {
     if (verb == "filter") return timed(verbs_.filter(request.body));
     if (verb == "prioritize") return timed(verbs_.prioritize(request.body));
     if (verb == "preempt") return timed(verbs_.preempt(request.body));
-    return verbs_.bind(request.body, std::move(timed));
+    return verbs_.bind(request.body, std::move(timed), request.arrived);
   }
   if (request.method != "GET" && request.method != "HEAD") {
     const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics";

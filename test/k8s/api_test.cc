@@ -7,6 +7,11 @@
 #include <fstream>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/auth.h"
@@ -15,6 +20,8 @@
 #include "k8s/reconciler.h"
 #include "k8s/events.h"
 #include "test/support/cluster_harness.h"
+#include "test/support/fake_apiserver.h"
+#include "test/support/server_fixture.h"
 
 namespace fracpack::testing {
 namespace {
@@ -86,6 +93,94 @@ TEST(Binder, FailuresCarryTheApiServersMessage) {
   r = k8s::post_binding(api, target(s, "p", "n1"));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(*r, k8s::BindOutcome::kAlreadyBound);
+}
+
+// Found on the real API server (issue 31): a Binding that could not even be
+// sent (the API server restarting: connection refused) was taken as
+// "outcome unknown" and its reservation kept; it is a known failure.
+TEST(Binder, ABindingNeverSentIsAKnownFailure) {
+  FakeApiServer s;
+  s.create("pods", pod_object({"p", "default", "", "Pending", {}, {}}));
+  k8s::ClientConfig c = client_for(s);
+  c.endpoint.port = std::to_string(free_loopback_port());  // nothing listens there
+  k8s::ApiClient api(c);
+  bool gone = true, unknown = true;
+  auto r = k8s::post_binding(api, target(s, "p", "n1"), &gone, &unknown);
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(api.last_request_sent());
+  EXPECT_FALSE(unknown) << r.message();
+  EXPECT_FALSE(gone);
+  EXPECT_NE(r.message().find("(not sent)"), std::string::npos) << r.message();
+}
+
+// Found on the real API server: the GET that tells whether a Binding whose
+// answer was lost was applied got the POST's remnant of the bind timeout
+// (74 ms), failed too, and left the outcome unknown for the reservation's
+// whole TTL. It has a budget of its own now.
+TEST(Binder, TheReadThatSettlesALostAnswerHasABudgetOfItsOwn) {
+  FakeApiServer s;
+  s.create("pods", pod_object({"p", "default", "", "Pending", {}, {}}));
+  k8s::ApiClient api(client_for(s));
+  s.faults().fail_bindings = 1;  // 500: maybe applied
+  s.faults().slow_ms = 150;      // every answer, the GET's too, after 150 ms
+  bool unknown = true;
+  auto r = k8s::post_binding(api, target(s, "p", "n1"), nullptr, &unknown, std::chrono::milliseconds(200));
+  s.faults().slow_ms = 0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(unknown) << "the GET (150 ms) fits its own budget, not the 50 ms the POST left: " << r.message();
+}
+
+// Found on the real API server: a failed connect left its socket open and
+// the next request reused it ("SSL routines::uninitialized") — an extra
+// failure after every API server restart.
+TEST(ApiClient, AFailedConnectionIsNotReused) {
+  const TestCertificate cert = make_test_certificate("127.0.0.1");
+  FakeApiServerOptions o;
+  o.tls = true;
+  o.cert_pem = cert.cert_pem;
+  o.key_pem = cert.key_pem;
+  FakeApiServer s(o);
+  // The API server's port while it restarts: nothing listens (refused),
+  // then it is back (here: a proxy to the fake API server on that port).
+  const uint16_t port = free_loopback_port();
+  k8s::ClientConfig c = client_for(s);
+  c.endpoint = *k8s::Endpoint::parse("https://127.0.0.1:" + std::to_string(port));
+  c.tls.ca_pem = cert.cert_pem;
+  k8s::ApiClient api(c);
+  auto refused = api.request("GET", "/api/v1/pods");
+  ASSERT_FALSE(refused.ok());
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  std::thread proxy([&] {
+    const int in = ::accept(listener, nullptr, nullptr);
+    if (in < 0) return;
+    const int out = connect_loopback(s.port());
+    auto pump = [](int from, int to) {
+      char buf[16384];
+      for (ssize_t got; (got = ::read(from, buf, sizeof buf)) > 0;) {
+        if (::write(to, buf, static_cast<size_t>(got)) != got) break;
+      }
+      ::shutdown(to, SHUT_WR);
+    };
+    std::thread up(pump, in, out);
+    pump(out, in);
+    up.join();
+    ::close(in);
+    ::close(out);
+  });
+  auto back = api.request("GET", "/api/v1/pods");
+  EXPECT_TRUE(back.ok()) << back.message();
+  api.close();
+  ::shutdown(listener, SHUT_RDWR);
+  ::close(listener);
+  proxy.join();
 }
 
 TEST(Binder, BindingBodyFollowsTheReference) {

@@ -10,6 +10,7 @@
 #include "k8s/bind_fence.h"
 #include "k8s/binding.h"
 #include "k8s/reconciler.h"
+#include "k8s/server_version.h"
 #include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
 #include "test/support/cluster_harness.h"
@@ -32,7 +33,7 @@ class BindFenceTest : public ::testing::Test {
     server_.create("pods", pod_object(PodSpec("finished", "default", "n1", "Succeeded", half_card(), {}, "u-finished")));
   }
   FakeApiServer server_;
-  k8s::BindFence fence_{k8s::kLivePodsSelector, fracpack_contract().selection()};
+  k8s::BindFence fence_{k8s::kLivePodsSelector, fracpack_contract().selection(), k8s::BindFence::Read::kConsistent};
   k8s::BindFence versioned_{k8s::kLivePodsSelector, fracpack_contract().selection(), k8s::BindFence::Read::kResourceVersion};
 };
 
@@ -108,6 +109,45 @@ TEST_F(BindFenceTest, FailsWithTheReasonWhenTheApiServerCannotAnswerInTime) {
   ASSERT_FALSE(r.ok());
   EXPECT_LT(k8s::BindFence::Clock::now() - now, 1s) << "gives up at the bind's deadline";
   EXPECT_EQ(fence_.stats().failures, 2u);
+}
+
+// Found on a real 1.20 API server (issue 31): a consistent list per bind is
+// read from etcd there, and a burst's binds failed on it. By default the
+// API server's version picks the read: consistent only where the watch
+// cache serves it (1.31 on).
+TEST(BindFenceAuto, TheApiServersVersionPicksTheRead) {
+  for (const auto& [minor, want] : std::vector<std::pair<std::string, k8s::BindFence::Read>>{
+           {"20", k8s::BindFence::Read::kResourceVersion}, {"30", k8s::BindFence::Read::kResourceVersion},
+           {"31", k8s::BindFence::Read::kConsistent}, {"34+", k8s::BindFence::Read::kConsistent}}) {
+    FakeApiServerOptions o;
+    o.minor_version = minor;
+    FakeApiServer server(o);
+    server.create("nodes", node_object("n1", 2));
+    k8s::BindFence fence(k8s::kLivePodsSelector, fracpack_contract().selection());
+    EXPECT_EQ(fence.mode(), k8s::BindFence::Read::kAuto);
+    k8s::ApiClient client(client_for(server));
+    const auto now = k8s::BindFence::Clock::now();
+    ASSERT_TRUE(fence.node_pods(client, "n1", now, now + 5s).ok());
+    ASSERT_TRUE(fence.node_pods(client, "n1", now, now + 5s).ok());
+    EXPECT_EQ(fence.mode(), want) << minor;
+    EXPECT_EQ(server.requests("GET /version"), 1) << "read once";
+    EXPECT_EQ(fence.stats().version_reads > 0, want == k8s::BindFence::Read::kResourceVersion) << minor;
+    EXPECT_EQ(fence.resolved_from(), "v1." + minor + ".0-fracpack-fake");
+  }
+}
+
+TEST(ServerVersion, ReadsMajorAndMinorAsVendorsWriteThem) {
+  auto v = k8s::parse_server_version(R"({"major":"1","minor":"20+","gitVersion":"v1.20.2-eks"})");
+  ASSERT_TRUE(v) << v.message();
+  EXPECT_EQ(v->minor, 20);
+  EXPECT_FALSE(k8s::consistent_list_from_cache(*v));
+  EXPECT_FALSE(k8s::scheduler_knows_unresolvable(*v));
+  auto git = k8s::parse_server_version(R"({"major":"","minor":"","gitVersion":"v1.31.4"})");
+  ASSERT_TRUE(git) << git.message();
+  EXPECT_TRUE(k8s::consistent_list_from_cache(*git));
+  EXPECT_TRUE(k8s::scheduler_knows_unresolvable(*git));
+  EXPECT_FALSE(k8s::parse_server_version("{}"));
+  EXPECT_FALSE(k8s::parse_server_version("not json"));
 }
 
 // Two pods bound on one card by two schedulers: the reconciler reports it.

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "k8s/contract/fracpack.h"
 #include "k8s/limits.h"
 
@@ -279,6 +281,31 @@ TEST(FilterReply, ReasonsAreCutAndTheBudgetIsKept) {
   FilterReplyWriter enough(false, 3, 1000);
   for (int i = 0; i < 3; ++i) enough.pass("node-" + std::to_string(i));
   EXPECT_FALSE(enough.over_budget());
+}
+
+// Found on a real kube-scheduler (issue 31): it records the reasons as a
+// printf format ("65%!c(MISSING)ompute" in Events); and before 1.21 it
+// drops nodes listed only in FailedAndUnresolvableNodes with their reasons
+// ("0/50 nodes are available: .").
+TEST(FilterReply, ReasonsCarryNoPercentSignAndSurviveOldSchedulers) {
+  FilterReplyWriter w(false, 2);
+  w.fail("n1", "needs 1 GPU with 65% compute", false);
+  w.fail("n2", "no card of model A100 (0% of 4 cards match)", true);
+  std::string out = w.finish("an error of 100%");
+  EXPECT_EQ(out.find('%'), std::string::npos) << out;
+  EXPECT_NE(out.find("needs 1 GPU with 65 percent compute"), std::string::npos) << out;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_FALSE(j["FailedNodes"].contains("n2")) << "by default each node once";
+  FilterReplyWriter old(false, 2);
+  old.list_unresolvable_as_failed(true);
+  old.fail("n1", "busy", false);
+  old.fail("n2", "never: no such model", true);
+  old.fail_rendered(R"("n3":"never either")", true);
+  j = nlohmann::json::parse(old.finish());
+  EXPECT_EQ(j["FailedNodes"]["n2"], "never: no such model");
+  EXPECT_EQ(j["FailedNodes"]["n3"], "never either");
+  EXPECT_EQ(j["FailedAndUnresolvableNodes"]["n2"], "never: no such model") << "newer schedulers: this map wins";
+  EXPECT_EQ(j["FailedNodes"].size(), 3u);
 }
 
 TEST(HostPriorities, ABareArray) {

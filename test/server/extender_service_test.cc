@@ -426,6 +426,29 @@ TEST(ExtenderBind, AnUnknownBindOutcomeKeepsTheReservation) {
 }
 
 
+// Found on the real API server (issue 31): an unknown outcome held the
+// card for the reservation's whole TTL (30 s) although one read of the pod
+// settles it. The binder reads the pod after answering kube-scheduler.
+TEST(ExtenderBind, AnUnknownOutcomeIsSettledByAReadNotLeftToTheTtl) {
+  Connected c;  // assumeTtl 30 s, reconciler every 500 ms: only past the TTL does it release
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  const std::string a = gpu_pod("a", "u-a", 60), b = gpu_pod("b", "u-b", 60);
+  c.api->create("pods", a);
+  c.api->create("pods", b);
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-b").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce(a).ok());
+  ASSERT_TRUE(c.driver().introduce(b).ok());
+  c.api->faults().fail_bindings = 1;  // 500, not applied: maybe applied, for all fracpack can tell
+  c.api->faults().fail_gets = 1;      // and the read right after fails too: unknown
+  EXPECT_FALSE(c.driver().bind("default", "a", "u-a", "solo").ok());
+  // Settled a moment later: a is not bound, its card free again.
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().read([](const scheduling::Ledger& l) { return l.pod("u-a") == nullptr; }); },
+                                std::chrono::seconds(5)))
+      << "the reservation is released once a read shows the pod unbound";
+  EXPECT_TRUE(c.driver().bind("default", "b", "u-b", "solo").ok());
+}
+
 // Found by the chaos soak: a bound pod whose watch event came later than its
 // assume TTL lost its reservation, and the next pod took the same card.
 TEST(ExtenderBind, APodBoundButNotYetSeenKeepsItsCardPastTheTtl) {
@@ -477,12 +500,36 @@ TEST(ExtenderBind, ABindThatCannotBePostedInTimeIsRefusedNotPostedLate) {
   EXPECT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
 }
 
+// Found on the real components (issue 31): bindTimeout counted from when
+// fracpack handled the request, so a bind that waited (a busy io thread, a
+// body sent slowly) could be answered after kube-scheduler gave up on it.
+// It counts from the request's arrival (its header read).
+TEST(ExtenderBind, TheBindTimeoutCountsFromTheRequestsArrival) {
+  config::Config cfg = test_config();
+  cfg.cluster.bind_timeout = std::chrono::milliseconds(300);
+  Connected c(cfg);
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  const std::string a = c.api->create("pods", gpu_pod("a", "u-a", 60));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce(a).ok());
+  const std::string body = R"({"PodName":"a","PodNamespace":"default","PodUID":"u-a","Node":"solo"})";
+  const std::string head = "POST /bind HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n";
+  // The header now, the body 600 ms later: past the bind timeout counted from arrival.
+  const auto r = raw_exchange(c.daemon().port(), {head, body}, std::chrono::milliseconds(600));
+  ASSERT_EQ(status_of(r.response), 200) << r.response;
+  EXPECT_NE(body_of(r.response).find("bind timeout (cluster.bindTimeout) ran out"), std::string::npos) << body_of(r.response);
+  EXPECT_EQ(nlohmann::json::parse(*c.api->get("pods", "default", "a"))["spec"].value("nodeName", ""), "") << "never posted late";
+}
+
 // kube-scheduler binds asynchronously: with every API answer slow, binds
 // in flight each get a worker (a connection) instead of queueing behind
 // the slow ones, and /metrics says how many waited and worked.
 TEST(ExtenderBind, SlowAnswersDoNotQueueTheBindsBehindThem) {
   config::Config cfg = test_config();
   cfg.bind_workers = 16;
+  cfg.cluster.bind_fence_read = "consistent";  // two answers a bind (the fence's read, the Binding), as counted below
   Connected c(cfg);
   for (int n = 0; n < 8; ++n) c.api->create("nodes", node_object("n" + std::to_string(n), 1));
   c.start();

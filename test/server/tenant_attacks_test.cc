@@ -36,11 +36,14 @@ class TenantAttack : public NodeCluster {
     return json::parse(cluster_->api->create("pods", p.dump()))["metadata"]["uid"];
   }
 
-  // The record a user writes: container `container` on `card`, whole
-  // (memoryMiB 0 and cores 0 used to read as "the whole card").
-  static std::string forged_record(const std::vector<int>& cards, const std::string& container = "main") {
+  // The record a user writes: container `container` on `cards`, as
+  // fracpack would write a whole card (40960 MiB, 100 %), or with 0 and 0
+  // (which the node agent used to read as "the whole card, no limits").
+  static std::string forged_record(const std::vector<int>& cards, const std::string& container = "main", bool sized = false) {
     json list = json::array();
-    for (int c : cards) list.push_back({{"index", c}, {"uuid", card_uuid(c)}, {"memoryMiB", 0}, {"cores", 0}});
+    for (int c : cards) {
+      list.push_back({{"index", c}, {"uuid", card_uuid(c)}, {"memoryMiB", sized ? 40960 : 0}, {"cores", sized ? 100 : 0}});
+    }
     return json{{"node", kGpuNode}, {"containers", json::array({{{"name", container}, {"cards", list}}})}}.dump();
   }
 
@@ -109,8 +112,9 @@ TEST_F(TenantAttack, AHandWrittenRecordForAnotherTeamsCardIsNeverServed) {
   EXPECT_NE(foreign.message().find("schedulerName \"default-scheduler\" is not fracpack's"), std::string::npos) << foreign.message();
 }
 
-// Attack 2 (before: charged — a legitimate three-card pod was refused, "1
-// available", and nothing was reported).
+// Attack 2 (before: charged — cards 1 and 2 taken from a pod that asks no
+// GPU; a legitimate three-card pod was refused, "1 available", and nothing
+// was reported).
 TEST_F(TenantAttack, ARecordOnAPodThatAsksNoGpuSquatsNothing) {
   const std::vector<Ctr> whole = {{"main", false, 1}};
   const std::string victim = bind("victim", whole);
@@ -118,7 +122,7 @@ TEST_F(TenantAttack, ARecordOnAPodThatAsksNoGpuSquatsNothing) {
   json squatter = json::parse(node_pod("squatter", {}, "team-b"));
   squatter["spec"]["nodeName"] = kGpuNode;
   squatter["spec"]["containers"] = json::array({{{"name", "main"}, {"image", "busybox"}, {"resources", {{"limits", {{"cpu", "1"}}}}}}});
-  squatter["metadata"]["annotations"]["fracpack.io/allocation"] = forged_record({1, 2});
+  squatter["metadata"]["annotations"]["fracpack.io/allocation"] = forged_record({1, 2}, "main", /*sized=*/true);
   cluster_->api->create("pods", squatter.dump());
   ASSERT_TRUE(Cluster::wait_for([&] { return cluster_->daemon().state().counters().ignored_records == 1; }, 5s))
       << "the ledger saw the record and ignored it";

@@ -62,9 +62,9 @@ class Failover {
     candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards);
     for (auto& r : replicas_) {
       // (The key is left out at its default: an older fracpack, run for a
-      // before/after comparison, does not know it.)
+      // before/after comparison, may not know it.)
       r.config = process_config(dir_, api_.url(), r.port, o_.assume_ttl, o_.reconcile_interval,
-                                o_.bind_fence_read == "consistent" ? "" : "bindFenceRead: \"" + o_.bind_fence_read + "\"\n");
+                                o_.bind_fence_read == "auto" ? "" : "bindFenceRead: \"" + o_.bind_fence_read + "\"\n");
       r.start();
     }
     for (auto& r : replicas_) {

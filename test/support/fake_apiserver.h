@@ -71,6 +71,8 @@ struct FakeApiServerOptions {
   // Like a real apiserver's watch cache, serve a LIST at resourceVersion "0"
   // whole, ignoring limit (§4.2: "one page is typical"); false paginates it.
   bool watch_cache = true;
+  // What GET /version says (its minor version; major is 1).
+  std::string minor_version = "28";
 };
 
 class FakeApiServer {

@@ -74,7 +74,7 @@ Route FakeRoutes::route(const Request& req) {
 
   // Discovery and version, for kubectl.
   if (method == "GET" && path == "/version") {
-    return answer(200, json{{"major", "1"}, {"minor", "28"}, {"gitVersion", "v1.28.0-fracpack-fake"},
+    return answer(200, json{{"major", "1"}, {"minor", options_.minor_version}, {"gitVersion", "v1." + options_.minor_version + ".0-fracpack-fake"},
                             {"platform", "linux/amd64"}}
                            .dump());
   }
