@@ -238,6 +238,12 @@ Status decode_node(od::object v, const Selection& sel, Node& out) {
       return for_each_field(val, "status", [&](std::string_view k, od::value sv) -> Status {
         if (k == "allocatable") return decode_resources(sv, "status.allocatable", sel, out.allocatable);
         if (k == "capacity" && sel.capacity) return decode_resources(sv, "status.capacity", sel, out.capacity);
+        if (k == "nodeInfo") {
+          return for_each_field(sv, "status.nodeInfo", [&](std::string_view ik, od::value iv) -> Status {
+            if (ik == "kubeletVersion") return get_string(iv, "status.nodeInfo.kubeletVersion", out.kubelet_version);
+            return Status::Ok();
+          });
+        }
         return Status::Ok();
       });
     }

@@ -66,6 +66,11 @@ std::string node_json(const Node& n) {
   const StringMap& capacity = n.capacity.empty() ? n.allocatable : n.capacity;
   if (!capacity.empty()) append_map(out, "capacity", capacity, true);
   if (!n.allocatable.empty()) append_map(out, "allocatable", n.allocatable, capacity.empty());
+  if (!n.kubelet_version.empty()) {
+    out += std::string(capacity.empty() && n.allocatable.empty() ? "" : ",") + "\"nodeInfo\":{\"kubeletVersion\":";
+    append_json_string(out, n.kubelet_version);
+    out += "}";
+  }
   return out + "}}";
 }
 

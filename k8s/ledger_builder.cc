@@ -61,7 +61,7 @@ void LedgerBuilder::apply_node(const Node& node) {
     ++counters_.malformed_nodes;
     problems_("node " + name, spec.message() + " (keeping its last good cards, cordoned)");
     malformed_nodes_.insert(name);
-    if (!specs_.contains(name)) specs_[name] = scheduling::NodeSpec{name, 0, 0, {}, {}};
+    if (!specs_.contains(name)) specs_[name] = scheduling::NodeSpec{name, 0, 0, {}, {}, {}, 0};
   }
   resolve_node(name);
 }

@@ -74,6 +74,7 @@ struct Node {
   StringMap allocatable;
   StringMap capacity;  // a device plugin's totals (gpushare reads aliyun.com/gpu-mem here)
   bool unschedulable = false;
+  std::string kubelet_version;  // status.nodeInfo.kubeletVersion ("v1.20.2"), "" when absent
 };
 
 struct ConfigMap {

@@ -319,27 +319,53 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
   const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd >= 0) inotify_add_watch(fd, options_.plugin_dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
   bool registered = false;
-  FileId kubelet;
+  bool waiting_reported = false;
+  int registrations = 0;
+  FileId kubelet;  // kubelet's socket as it was at the last attempt
   auto next_try = std::chrono::steady_clock::now();
   std::string last_error;
+  auto set_registered = [&](bool on) {
+    registered = on;
+    stats_.registered.store(on, std::memory_order_relaxed);
+    state_.set_registered(on);  // the published cards say whether kubelet can hand them out
+  };
   while (!stop.stop_requested()) {
     const FileId now_kubelet = file_id(kubelet_socket());
+    const bool kubelet_there = now_kubelet.inode != 0;
+    const bool kubelet_new = !(now_kubelet == kubelet);
     const bool ours = file_id(socket_path()).inode != 0;
-    const bool due = std::chrono::steady_clock::now() >= next_try;
-    if (registered && !(now_kubelet == kubelet)) state_.kubelet_restarted();  // it sees every bound pod at once
-    if ((!registered && due) || (registered && (!ours || !(now_kubelet == kubelet)))) {
-      // kubelet recreated its socket but ours survived: registering again
-      // is enough; otherwise serve afresh first.
-      Status s = ours && registered ? register_with_kubelet() : start();
-      registered = s.ok();
-      stats_.registered.store(registered, std::memory_order_relaxed);
+    if (registered && kubelet_new) state_.kubelet_restarted();  // it sees every bound pod at once
+    if (registered && !kubelet_there) {
+      // kubelet is restarting: it wipes this directory before it serves
+      // again. Serving afresh now would have that socket wiped too (and a
+      // second registration): wait for its socket instead.
+      set_registered(false);
       kubelet = now_kubelet;
+      report(options_, true, "kubelet's registration socket " + kubelet_socket() + " is gone (kubelet restarting): waiting for it");
+      waiting_reported = true;
+    } else if (!registered && !kubelet_there) {
+      if (!waiting_reported) report(options_, true, "waiting for kubelet's registration socket " + kubelet_socket());
+      waiting_reported = true;
+      kubelet = now_kubelet;
+    } else if ((!registered && (std::chrono::steady_clock::now() >= next_try || kubelet_new)) ||
+               (registered && (!ours || kubelet_new))) {
+      // kubelet (re)created its socket: register at once (it admits the
+      // pods bound to it within milliseconds). kubelet restarted but our
+      // socket survived: registering again is enough; otherwise serve
+      // afresh first.
+      Status s = ours && registered ? register_with_kubelet() : start();
+      set_registered(s.ok());
+      kubelet = now_kubelet;
+      waiting_reported = false;
       if (!s.ok()) {
         next_try = std::chrono::steady_clock::now() + retry;
         if (s.message() != last_error) report(options_, true, s.message() + " (retrying)");
         last_error = s.message();
       } else {
         last_error.clear();
+        ++registrations;
+        report(options_, false, std::string(registrations == 1 ? "registered " : "registered again (kubelet restarted) ") +
+                                    options_.resource + " with kubelet at " + kubelet_socket());
       }
     }
     pollfd p{fd, POLLIN, 0};
@@ -352,7 +378,7 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
     }
   }
   if (fd >= 0) ::close(fd);
-  stats_.registered.store(false, std::memory_order_relaxed);
+  set_registered(false);
   shutdown();
 }
 

@@ -31,6 +31,19 @@ bool NodeState::mark_unhealthy(const std::string& uuid, const std::string& probl
   return changed;
 }
 
+void NodeState::set_registered(bool registered) {
+  std::lock_guard lock(mu_);
+  if (registered_ == registered) return;
+  registered_ = registered;
+  ++devices_version_;
+  changed_.notify_all();
+}
+
+bool NodeState::registered() const {
+  std::lock_guard lock(mu_);
+  return registered_;
+}
+
 std::vector<GpuDevice> NodeState::devices() const {
   std::lock_guard lock(mu_);
   return devices_;

@@ -28,6 +28,11 @@ class NodeState {
   // discovery, as NVIDIA's plugin does). Returns whether anything changed.
   bool mark_unhealthy(const std::string& uuid, const std::string& problem);
   std::vector<GpuDevice> devices() const;
+  // Whether kubelet has the device plugin registered (the published cards
+  // say so: the extender places nothing on them while it has not). A change
+  // counts as a device change (the publisher and ListAndWatch wake).
+  void set_registered(bool registered);
+  bool registered() const;
   // The device list's version: it grows with every change.
   uint64_t devices_version() const;
   // Waits until the version differs from `seen`, `deadline` passes or
@@ -84,6 +89,7 @@ class NodeState {
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
   std::vector<GpuDevice> devices_;
+  bool registered_ = false;
   uint64_t devices_version_ = 0;
   uint64_t pods_version_ = 0;
   AllocationMatcher matcher_;

@@ -6,7 +6,7 @@
 
 namespace fracpack::node {
 
-std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots) {
+std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots, bool registered) {
   std::vector<scheduling::Card> cards;
   cards.reserve(devices.size());
   for (const GpuDevice& d : devices) {
@@ -21,7 +21,7 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots)
     c.max_sharers = slots;
     cards.push_back(std::move(c));
   }
-  return k8s::format_devices(cards);
+  return k8s::format_devices(cards, registered);
 }
 
 bool asks_devices(const k8s::Pod& pod, const std::string& resource) {

@@ -16,8 +16,10 @@
 namespace fracpack::node {
 
 // fracpack.io/gpu-devices for `devices`, each card shared by at most
-// `slots` containers (its device IDs).
-std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots);
+// `slots` containers (its device IDs); `registered` false marks every card
+// "registered":false (kubelet cannot hand them out yet: the extender
+// offers none of them).
+std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots, bool registered = true);
 
 // How the agent reads a pod's record.
 struct RecordRules {

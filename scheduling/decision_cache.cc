@@ -50,6 +50,7 @@ std::string demand_key(const PodRequest& pod) {
   append_list(k, 'u', pod.uuid_allow);
   append_list(k, 'x', pod.uuid_exclude);
   if (pod.numa_single) k += "|numa";
+  if (pod.init_names_unknown_resources) k += "|initx";
   return k;
 }
 

@@ -292,8 +292,13 @@ bool assign(const PodRequest& pod, const NodeState& node, const CardRanker& rank
   return assign_impl(pod, node, ranker, out, nullptr);
 }
 
+bool kubelet_refuses(const PodRequest& pod, const NodeState& node) {
+  return pod.init_names_unknown_resources && node.spec().kubelet_minor > 0 && node.spec().kubelet_minor < 31;
+}
+
 bool fits(const PodRequest& pod, const NodeState& node, const FitOptions& options) {
   if (!node.present()) return false;
+  if (kubelet_refuses(pod, node)) return false;
   if (options.check_node_resources &&
       (pod.cpu_milli > node.cpu_left() || pod.memory_bytes > node.memory_left())) {
     return false;
@@ -336,6 +341,15 @@ FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& op
   }
   if (pod.containers.empty()) {
     r.fits = true;
+    return r;
+  }
+  if (kubelet_refuses(pod, node)) {
+    // Found on a real v1.20 kubelet (issue 31): the Allocate answered, then
+    // the pod failed "OutOf<resource>: capacity 0" (kubernetes#124255).
+    r.unresolvable = true;
+    r.reason = "kubelet 1." + std::to_string(node.spec().kubelet_minor) +
+               " refuses a pod whose init container asks GPU memory or compute shares (kubernetes#124255, fixed in 1.31): "
+               "give init containers whole cards only, or run on nodes whose kubelet is 1.31 or later";
     return r;
   }
   const auto& cards = node.cards();
@@ -388,8 +402,9 @@ FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& op
       return r;
     }
     if (schedulable < c.cards) {
-      r.reason = who + " needs " + gpus(c.cards) + ", " + std::to_string(sized - schedulable) +
-                 " of the node's suitable GPUs are unhealthy or cordoned";
+      r.reason = !node.spec().unavailable.empty() ? node.spec().unavailable
+                                                  : who + " needs " + gpus(c.cards) + ", " + std::to_string(sized - schedulable) +
+                                                        " of the node's suitable GPUs are unhealthy or cordoned";
       return r;
     }
   }

@@ -84,6 +84,10 @@ inline bool share_fits(const ContainerRequest& c, const Card& card, const CardUs
          (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0);
 }
 
+// The node's kubelet (before 1.31) refuses this pod at admission: an init
+// container names share resources the node does not have (kubernetes#124255).
+bool kubelet_refuses(const PodRequest& pod, const NodeState& node);
+
 // Full check with the reason; the picks follow `ranker`.
 FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker);
 

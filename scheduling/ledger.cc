@@ -183,7 +183,7 @@ void Ledger::remove_node(std::string_view name) {
   if (it == nodes_.end()) return;
   NodeState& node = it->second;
   for (const PodRecord* pod : node.pods_) apply(node, *pod, -1);
-  node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}, {}};
+  node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}, {}, {}, 0};
   node.use_.clear();
   node.present_ = false;
   capacity_stamp_ = next_stamp();

@@ -39,6 +39,11 @@ struct NodeSpec {
   // Non-empty: the node takes no placement from this deployment, and this
   // says why (its cards are registered by another contract's node agent).
   std::string excluded;
+  // Non-empty: why its cards (cordoned meanwhile) take nothing new now: the
+  // node's agent cannot hand them out (its device plugin not registered).
+  std::string unavailable;
+  // The node's kubelet minor version (1.x), 0 when unknown.
+  int kubelet_minor = 0;
 
   bool operator==(const NodeSpec&) const = default;
 };
@@ -79,6 +84,10 @@ struct PodRequest {
   std::vector<std::string> uuid_allow;        // empty: any card
   std::vector<std::string> uuid_exclude;
   bool numa_single = false;                   // all cards of a container on one NUMA node
+  // An init container names a share resource the node does not have (the
+  // contract's memory or compute, known only to the extender): kubelets
+  // before 1.31 refuse such a pod at admission (kubernetes#124255).
+  bool init_names_unknown_resources = false;
 
   bool wants_gpu() const { return !containers.empty(); }
   std::string key() const { return namespace_name + "/" + name; }

@@ -301,6 +301,7 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   eo.one_bind_per_node = options_.config.contract.profile == "hami" && options_.config.contract.hami_node_lock && client_.has_value();
   eo.scheduler_names = options_.config.scheduler_names;
   eo.signer = keys_.signer;
+  eo.events = events_.get();
   // kube-scheduler before 1.21 drops nodes listed only in
   // FailedAndUnresolvableNodes, reasons and all: list them in FailedNodes
   // too unless the API server's version rules such a scheduler out.

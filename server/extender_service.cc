@@ -460,7 +460,7 @@ void ExtenderService::write_record(const k8s::Pod& pod, const scheduling::Alloca
   target.annotations = state_.read([&](const Ledger& l) {
     const NodeState* n = l.node(allocation.node);
     if (n != nullptr) return contract_.allocation_annotations(pod, allocation, n->spec(), now);
-    return contract_.allocation_annotations(pod, allocation, scheduling::NodeSpec{allocation.node, 0, 0, {}, {}}, now);
+    return contract_.allocation_annotations(pod, allocation, scheduling::NodeSpec{allocation.node, 0, 0, {}, {}, {}, 0}, now);
   });
   // Signed over the pod's UID, the node and the record (k8s/record_signature.h):
   // the node agent and every replica's ledger take no other.
@@ -484,6 +484,10 @@ void ExtenderService::finish_bind(Binder::Outcome o, const k8s::BindTarget& writ
     log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", written.cards.empty() ? "-" : written.cards},
                         {"policy", std::string(evaluator_.policy_name())},
                         {"reason", o.rechosen ? reason + "; changed after reading what the API server has bound on the node" : reason}});
+    if (options_.events != nullptr && !written.cards.empty()) {
+      options_.events->record(k8s::EventRef{written.namespace_name, written.name, uid}, "Normal", "GPUAllocated",
+                              "fracpack placed the pod on node " + node + ", card(s) " + written.cards);
+    }
     reply(json_response(200, k8s::format_binding_result("")));
     return;
   }
@@ -525,12 +529,31 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
     metrics_.preempted("invalid_pod");
     return json_response(200, k8s::format_preemption_result(out));  // no preemption for a pod that cannot be placed
   }
+  // kube-scheduler's dry run ignores the contract's resources
+  // (ignoredByScheduler), so on a node where only cards are short it
+  // proposes no victims at all: there fracpack picks them itself, among the
+  // pods it holds on the node with a lower priority than the preemptor's
+  // (kube-scheduler checks they are pods of that node).
+  std::map<std::string, std::vector<std::string>> proposed;
+  for (const auto& [node, uids] : args->victims) proposed[node] = uids;
+  state_.read([&](const Ledger& ledger) {
+    for (auto& [node_name, uids] : proposed) {
+      if (!uids.empty()) continue;
+      const NodeState* node = ledger.node(node_name);
+      if (node == nullptr) continue;
+      for (const scheduling::PodRecord* r : node->pods()) uids.push_back(r->uid);
+    }
+    return 0;
+  });
   // Victims' priorities, read before taking the ledger's lock.
   std::map<std::string, std::vector<scheduling::VictimCandidate>> candidates;
-  for (const auto& [node, uids] : args->victims) {
+  for (const auto& [node, uids] : proposed) {
+    const bool ours = args->victims.at(node).empty();
     for (const auto& uid : uids) {
       auto p = state_.pod(uid);
-      candidates[node].push_back(scheduling::VictimCandidate{uid, p ? p->priority : 0});
+      const int32_t priority = p ? p->priority : 0;
+      if (ours && (!p || priority >= pod.priority)) continue;  // kube-scheduler evicts only lower priorities
+      candidates[node].push_back(scheduling::VictimCandidate{uid, priority});
     }
   }
   const scheduling::FitOptions fit_options = evaluator_.options();
@@ -542,8 +565,11 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
       auto choice = scheduling::choose_victims(*req, ledger, *node, candidates[node_name], fit_options);
       if (!choice) continue;  // even all of them would not free enough: drop the node
       if (choice->fits_already) {
-        out[node_name] = k8s::MetaVictims{uids, pdb};  // the cards are not what is short
-      } else {
+        // The cards are not what is short: kube-scheduler's victims stand
+        // (none proposed: nothing to evict here; a node with no victims is
+        // an error to kube-scheduler, so it is left out).
+        if (!uids.empty()) out[node_name] = k8s::MetaVictims{uids, pdb};
+      } else if (!choice->victims.empty()) {
         out[node_name] = k8s::MetaVictims{choice->victims, std::min<int64_t>(pdb, static_cast<int64_t>(choice->victims.size()))};
       }
     }

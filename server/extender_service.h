@@ -23,6 +23,7 @@
 #include <string>
 
 #include "k8s/cluster_state.h"
+#include "k8s/events.h"
 #include "k8s/record_signature.h"
 #include "scheduling/evaluator.h"
 #include "server/binder.h"
@@ -59,6 +60,9 @@ struct ExtenderOptions {
   // Unresolvable nodes are listed in FailedNodes too, for kube-schedulers
   // before 1.21 (k8s::FilterReplyWriter::list_unresolvable_as_failed).
   bool unresolvable_as_failed = false;
+  // Where placements are told to the pod's owner (a Normal GPUAllocated
+  // Event naming the node and cards); null: none.
+  k8s::EventRecorder* events = nullptr;
 };
 
 class ExtenderService {

@@ -161,7 +161,7 @@ void NodeAgent::publish_loop(std::stop_token stop) {
   auto recheck = std::chrono::steady_clock::now();
   uint64_t seen = state_.devices_version();
   while (!stop.stop_requested()) {
-    const std::string value = node::devices_annotation(state_.devices(), options_.plugin.slots);
+    const std::string value = node::devices_annotation(state_.devices(), options_.plugin.slots, state_.registered());
     const auto now = std::chrono::steady_clock::now();
     auto next = now + options_.publish_recheck;
     if (value != written || now >= recheck) {

@@ -81,6 +81,7 @@ Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
   if (Status s = pod_facts(pod, r); !s.ok()) return Error{s.message()};
 
   size_t total_cards = 0;
+  bool r_init_shares = false;
   auto add = [&](const Container& c, bool init) -> Status {
     auto cr = container_request(c, init, n);
     if (!cr) return with_context(who + ": " + (init ? "init container " : "container ") + c.name, cr.error());
@@ -93,7 +94,13 @@ Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
   for (const Container& c : pod.init_containers) {
     // Sidecars run beside the app containers: they count as app containers.
     if (Status s = add(c, !c.restart_always); !s.ok()) return Error{s.message()};
+    // Only fracpack.io/gpu is a node resource; kubelets before 1.31 refuse
+    // an init container naming the others.
+    for (const std::string* share : {&n.gpu_memory, &n.gpu_memory_percent, &n.gpu_cores}) {
+      if (find(c.limits, *share) != nullptr || find(c.requests, *share) != nullptr) r_init_shares = true;
+    }
   }
+  r.init_names_unknown_resources = r_init_shares;
   for (const Container& c : pod.containers) {
     if (Status s = add(c, false); !s.ok()) return Error{s.message()};
   }
@@ -126,7 +133,8 @@ Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
 
 namespace {
 
-Result<std::vector<Card>> parse_devices(std::string_view text) {
+// `unregistered`: how many cards say "registered":false.
+Result<std::vector<Card>> parse_devices(std::string_view text, int& unregistered) {
   std::vector<Card> cards;
   Status s = json::for_each_object_in(text, "card ", "expected a JSON array of cards", [&](json::od::object obj, const std::string& where) -> Status {
     Card c;
@@ -149,6 +157,17 @@ Result<std::vector<Card>> parse_devices(std::string_view text) {
       if (key == "numa") return f.integer(0, 255, c.numa);
       if (key == "healthy") return f.boolean(c.healthy);
       if (key == "maxSharers") return f.integer(0, 1 << 16, c.max_sharers);  // the node agent's device IDs per card
+      if (key == "registered") {
+        // The node agent's device plugin is not registered with kubelet:
+        // kubelet would admit the pod and hand it no card.
+        bool on = true;
+        Status st = f.boolean(on);
+        if (st.ok() && !on) {
+          c.cordoned = true;
+          ++unregistered;
+        }
+        return st;
+      }
       return Status::Ok();
     });
     if (!read.ok()) return read;
@@ -171,9 +190,22 @@ Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
   NodeSpec spec = std::move(*basics);
 
   if (const std::string* devices = node.meta.annotation(n.devices)) {
-    auto cards = parse_devices(*devices);
+    int unregistered = 0;
+    auto cards = parse_devices(*devices, unregistered);
     if (!cards) return Error{who + ": annotation " + n.devices + ": " + cards.message()};
     spec.cards = std::move(*cards);
+    // Found on a real kubelet (issue 31): cards published while kubelet had
+    // not registered the agent's device plugin were placed, and kubelet ran
+    // the pods with no card at all. The agent marks them; and kubelet's own
+    // count of the resource, when it states one, must not be 0.
+    const std::string* allocatable = find(node.allocatable, n.gpu);
+    if (unregistered > 0) {
+      spec.unavailable = "the node agent's device plugin is not registered with kubelet yet (annotation " + n.devices +
+                         "): no card is offered until it is";
+    } else if (allocatable != nullptr && trim(*allocatable) == "0" && !spec.cards.empty()) {
+      for (auto& c : spec.cards) c.cordoned = true;
+      spec.unavailable = "kubelet counts no " + n.gpu + " on this node (allocatable 0): its device plugin is not registered, no card is offered";
+    }
   } else if (node.meta.label(n.gfd_count) != nullptr) {
     auto count = label_int(node, n.gfd_count, 0, 64);
     if (!count) return Error{who + ": " + count.message()};
@@ -191,6 +223,7 @@ Result<NodeSpec> FracpackContract::node_spec(const Node& node) const {
     }
   }
   if (Status s = check_cards(spec, who, "annotation " + n.devices); !s.ok()) return Error{s.message()};
+  spec.kubelet_minor = kubelet_minor(node.kubelet_version);
   if (const std::string* cordon = node.meta.annotation(n.cordon)) {
     if (Status s = apply_cordons(spec, *cordon, who, n.cordon); !s.ok()) return Error{s.message()};
   }
@@ -238,7 +271,7 @@ std::optional<std::vector<int>> parse_indices(std::string_view text) {
   return out;
 }
 
-std::string format_devices(const std::vector<Card>& cards) {
+std::string format_devices(const std::vector<Card>& cards, bool registered) {
   std::string out = "[";
   for (size_t i = 0; i < cards.size(); ++i) {
     const Card& c = cards[i];
@@ -250,6 +283,7 @@ std::string format_devices(const std::vector<Card>& cards) {
     out += ",\"memoryMiB\":" + std::to_string(c.memory_mib) + ",\"numa\":" + std::to_string(c.numa) +
            ",\"healthy\":" + (c.healthy ? "true" : "false");
     if (c.max_sharers > 0) out += ",\"maxSharers\":" + std::to_string(c.max_sharers);
+    if (!registered) out += ",\"registered\":false";
     out += "}";
   }
   return out + "]";

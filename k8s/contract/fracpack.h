@@ -83,8 +83,9 @@ Result<scheduling::Allocation> parse_allocation(std::string_view json);
 // fracpack.io/gpu-indices ("0,3"; sorted, distinct):
 std::string format_indices(const scheduling::Allocation& allocation);
 std::optional<std::vector<int>> parse_indices(std::string_view text);
-// fracpack.io/gpu-devices:
-std::string format_devices(const std::vector<scheduling::Card>& cards);
+// fracpack.io/gpu-devices (`registered` false: every card says
+// "registered":false, its agent's device plugin not registered with kubelet):
+std::string format_devices(const std::vector<scheduling::Card>& cards, bool registered = true);
 // A compute share in milli of a card as the record writes it, in percent
 // with at most one decimal (505 -> "50.5").
 std::string cores_text(int milli);

@@ -172,4 +172,12 @@ Selection selection_of(std::initializer_list<const std::string*> annotations, st
   return s;
 }
 
+int kubelet_minor(std::string_view v) {
+  if (v.size() < 4 || v.substr(0, 3) != "v1.") return 0;
+  int minor = 0;
+  size_t i = 3;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9' && i < 7) minor = minor * 10 + (v[i++] - '0');
+  return i == 3 ? 0 : minor;
+}
+
 }  // namespace fracpack::k8s

@@ -61,6 +61,9 @@ Status node_allocatable(const Node& node, scheduling::NodeSpec& spec);
 // The non-empty, trimmed parts of `text` split at `sep` ("A|B", "0, 2").
 std::vector<std::string> split_list(std::string_view text, char sep);
 std::string trim(std::string_view text);
+// The minor version of a kubelet's "v1.20.2" (status.nodeInfo.kubeletVersion),
+// 0 when it is not "v1.<minor>...".
+int kubelet_minor(std::string_view version);
 // Every part of `text` split at `sep`, empty ones kept, untrimmed (the
 // positional fields of a record: "uuid,10,32768,,").
 std::vector<std::string_view> split_fields(std::string_view text, char sep);

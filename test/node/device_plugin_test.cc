@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "node/api/deviceplugin.pb.h"
@@ -185,6 +186,59 @@ TEST_F(DevicePluginTest, ReRegistersWhenKubeletRestarts) {
   auto admitted = kubelet_->admit("uid-after", {{"main", 1}});
   ASSERT_TRUE(admitted.ok()) << admitted.message();
   EXPECT_EQ((*admitted)[0].envs.at("NVIDIA_VISIBLE_DEVICES"), card(1).uuid);
+}
+
+
+// Found on a real kubelet (issue 31): kubelet admits the pods bound to it
+// ~150 ms after recreating its socket; the plugin registered ~1 s later (its
+// retry period) and such a pod failed (UnexpectedAdmissionError). It also
+// registered twice now and then (it served afresh before kubelet had wiped
+// the directory), and logged neither.
+TEST(DevicePluginRestart, ReRegistersWithinMillisecondsOfKubeletsSocketAndOnce) {
+  const std::string dir = "/tmp/fp-dpr-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  NodeState state;
+  GpuDevice d;
+  d.uuid = "GPU-r";
+  d.memory_mib = 16384;
+  state.set_devices({d});
+  DevicePluginOptions o;
+  o.plugin_dir = dir;
+  o.slots = 2;
+  std::vector<std::string> reports;
+  std::mutex reports_mu;
+  o.report = [&](bool, const std::string& m) {
+    std::lock_guard lock(reports_mu);
+    reports.push_back(m);
+  };
+  auto kubelet = std::make_unique<KubeletDouble>(dir);
+  DevicePluginServer plugin(o, state);
+  std::jthread runner([&](std::stop_token st) { plugin.run(st, std::chrono::seconds(5)); });  // a long retry period
+  ASSERT_TRUE(kubelet->wait_registered("fracpack.io/gpu", 10s));
+  EXPECT_TRUE(state.registered());
+  const int before = kubelet->registrations();
+  const auto restarted = std::chrono::steady_clock::now();
+  kubelet->restart();
+  while (kubelet->registrations() == before && std::chrono::steady_clock::now() - restarted < 5s) std::this_thread::sleep_for(5ms);
+  const auto took = std::chrono::steady_clock::now() - restarted;
+  EXPECT_LT(took, 500ms) << "registered again " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms after";
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(kubelet->registrations(), before + 1) << "once per kubelet restart";
+  EXPECT_TRUE(state.registered());
+  {
+    std::lock_guard lock(reports_mu);
+    const bool logged = std::any_of(reports.begin(), reports.end(),
+                                    [](const std::string& m) { return m.find("registered again (kubelet restarted)") != std::string::npos; });
+    EXPECT_TRUE(logged);
+  }
+  // kubelet gone: the plugin says so (the published cards are then not offered).
+  kubelet.reset();
+  const auto gone = std::chrono::steady_clock::now();
+  while (state.registered() && std::chrono::steady_clock::now() - gone < 5s) std::this_thread::sleep_for(5ms);
+  EXPECT_FALSE(state.registered());
+  runner.request_stop();
+  runner.join();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -381,6 +381,38 @@ TEST(ExtenderPreempt, ChoosesTheFewestLowestPriorityVictimsThatFreeACard) {
   EXPECT_EQ(r->at("solo").size(), 3u);
 }
 
+// Found against real kube-scheduler calls (issue 31): the contract's
+// resources are ignoredByScheduler, so kube-scheduler's dry run proposes the
+// GPU nodes with no victims at all (the pod "fits" there by its in-tree
+// filters); fracpack answered {} and no GPU pod could ever preempt. And a
+// node where the pod fits already came back with zero victims, which
+// kube-scheduler refuses ("expected at least one victim pod on node").
+TEST(ExtenderPreempt, ChoosesVictimsItselfWhereKubeSchedulerProposesNoneAndNeverAnswersZero) {
+  std::vector<std::string> objects = {node_object("full", 1), node_object("free", 1)};
+  auto bound = [&](const std::string& name, int cores, int priority, const std::string& node) {
+    json p = json::parse(gpu_pod(name, "u-" + name, cores, 0, 1, {}, priority, node));
+    scheduling::Allocation a;
+    a.node = node;
+    a.containers.push_back({"main", false, {scheduling::CardShare{0, "", 0, cores * 10}}});
+    p["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
+    objects.push_back(p.dump());
+  };
+  bound("low", 60, 1, "full");
+  bound("peer", 40, 1000, "full");  // as important as the preemptor: never a victim
+  Standalone s(objects);
+  const std::map<std::string, std::vector<std::string>> none = {{"full", {}}, {"free", {}}};
+  auto r = s.driver().preempt(0, gpu_pod("vip", "u-vip", 50, 0, 1, {}, 1000), none);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->count("full"), 1u);
+  EXPECT_EQ(r->at("full"), std::vector<std::string>{"u-low"});
+  EXPECT_EQ(r->count("free"), 0u) << "it fits there already: nothing to evict, and zero victims are an error";
+  // Only equals or betters could free enough: no preemption there.
+  r = s.driver().preempt(0, gpu_pod("vip2", "u-vip2", 0, 0, 1, {}, 1000), {{"full", {}}});
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_TRUE(r->empty());
+  for (const auto& [node, victims] : *r) EXPECT_FALSE(victims.empty()) << node;
+}
+
 }  // namespace
 }  // namespace fracpack::testing
 
@@ -498,6 +530,29 @@ TEST(ExtenderBind, ABindThatCannotBePostedInTimeIsRefusedNotPostedLate) {
   EXPECT_EQ(c.daemon().state().read([](const scheduling::Ledger& l) { return l.pod("u-a"); }), nullptr) << "the reservation is released";
   // With the API server answering again, the retry binds.
   EXPECT_TRUE(c.driver().bind("default", "a", "u-a", "solo").ok());
+}
+
+// Found on the real components (issue 31): config/fracpack.yaml said
+// placements were posted as Events, and only failures were.
+TEST(ExtenderBind, APlacementIsAnEventOnThePod) {
+  config::Config cfg = test_config();
+  cfg.cluster.events = true;
+  Connected c(cfg);
+  c.api->create("nodes", node_object("solo", 2));
+  c.start();
+  const std::string a = c.api->create("pods", gpu_pod("a", "u-a", 60));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce_and_bind(a, "solo").ok());
+  ASSERT_TRUE(Cluster::wait_for([&] {
+    for (const auto& e : c.api->list("events")) {
+      const auto j = nlohmann::json::parse(e);
+      if (j.value("reason", "") == "GPUAllocated" && j.value("type", "") == "Normal" && j["involvedObject"].value("name", "") == "a" &&
+          j.value("message", "").find("on node solo, card(s) 0") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }));
 }
 
 // Found on the real components (issue 31): bindTimeout counted from when

@@ -130,6 +130,24 @@ void NodeCluster::start_agent() {
   ASSERT_TRUE(Cluster::wait_for([&] { return kubelet_->registrations() > registrations && kubelet_->list_messages() > lists; }, 10s));
   ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
   ASSERT_TRUE(Cluster::wait_for([&] { return agent_->ready().ok(); }, 10s)) << agent_->ready().message();
+  if (cluster_ && cluster_->daemon_) {
+    ASSERT_TRUE(wait_cards_offered());
+  }
+}
+
+bool NodeCluster::wait_cards_offered(std::chrono::milliseconds timeout) {
+  return Cluster::wait_for(
+      [&] {
+        return cluster_->daemon().state().read([](const scheduling::Ledger& l) {
+          const scheduling::NodeState* n = l.node(kGpuNode);
+          if (n == nullptr || n->cards().empty()) return false;
+          for (const auto& c : n->cards()) {
+            if (c.cordoned) return false;
+          }
+          return true;
+        });
+      },
+      timeout);
 }
 
 void NodeCluster::restart_kubelet() {
@@ -151,6 +169,7 @@ void NodeCluster::restart_kubelet() {
     }
     return std::chrono::steady_clock::now() - quiet_since > 500ms;
   }, 10s));
+  ASSERT_TRUE(wait_cards_offered());
 }
 
 void NodeCluster::restart_extender() {

@@ -61,6 +61,9 @@ class NodeCluster : public ::testing::Test {
   // The node's cards as the extender reads them from the API server.
   std::vector<scheduling::Card> published_cards();
   size_t ledger_cards_on_node();
+  // Waits until the extender offers the node's cards (the agent published
+  // them registered with kubelet); false on timeout.
+  bool wait_cards_offered(std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Admits the pod as kubelet does and checks every container got exactly
   // its recorded cards.
   void admit_and_check(const std::string& name, const std::string& uid, const std::vector<Ctr>& containers, const std::string& ns = "default");

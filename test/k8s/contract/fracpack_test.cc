@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "scheduling/fit.h"
+
 namespace fracpack::k8s {
 namespace {
 
@@ -251,6 +255,76 @@ TEST(Contract, MalformedAllocationRecords) {
     auto r = parse_allocation(text);
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.message().find(expect), std::string::npos) << text << " -> " << r.message();
+  }
+}
+
+
+// Found on a real kubelet (issue 31): cards published while kubelet had not
+// registered the agent's device plugin were placed, and the pods ran with no
+// card. The agent marks them; kubelet's own count of 0 says so too.
+TEST(Contract, CardsAreNotOfferedWhileTheAgentsPluginIsNotRegistered) {
+  auto node_with = [](const std::string& devices, const std::string& allocatable) {
+    auto n = parse_node(R"({"metadata":{"name":"g1","annotations":{"fracpack.io/gpu-devices":)" + devices +
+                            R"(}},"status":{"allocatable":{"cpu":"8",)" + allocatable + R"("memory":"64Gi"}}})",
+                        kNames.selection());
+    EXPECT_TRUE(n.ok()) << (n.ok() ? "" : n.message());
+    return kContract.node_spec(*n);
+  };
+  const std::vector<scheduling::Card> cards = {scheduling::Card{0, "GPU-a", "A100", 40960}};
+  auto unregistered = node_with(nlohmann::json(format_devices(cards, false)).dump(), "");
+  ASSERT_TRUE(unregistered.ok()) << unregistered.message();
+  EXPECT_TRUE(unregistered->cards[0].cordoned);
+  EXPECT_NE(unregistered->unavailable.find("device plugin is not registered with kubelet"), std::string::npos) << unregistered->unavailable;
+  auto zero = node_with(nlohmann::json(format_devices(cards)).dump(), R"("fracpack.io/gpu":"0",)");
+  ASSERT_TRUE(zero.ok());
+  EXPECT_TRUE(zero->cards[0].cordoned);
+  EXPECT_NE(zero->unavailable.find("allocatable 0"), std::string::npos);
+  // Registered, or a node whose cards an operator describes (no count of the
+  // resource at all): offered.
+  for (const std::string& a : {std::string(R"("fracpack.io/gpu":"32",)"), std::string()}) {
+    auto ok = node_with(nlohmann::json(format_devices(cards)).dump(), a);
+    ASSERT_TRUE(ok.ok());
+    EXPECT_FALSE(ok->cards[0].cordoned) << a;
+    EXPECT_TRUE(ok->unavailable.empty());
+  }
+  // The reason reaches the pod's filter reason.
+  scheduling::Ledger ledger;
+  ledger.upsert_node(*unregistered);
+  auto req = request(R"("fracpack.io/gpu":"1")");
+  ASSERT_TRUE(req.ok());
+  const auto fit = scheduling::fit(*req, *ledger.node("g1"), {}, scheduling::BestCardRanker{});
+  EXPECT_FALSE(fit.fits);
+  EXPECT_NE(fit.reason.find("not registered with kubelet"), std::string::npos) << fit.reason;
+}
+
+// Found on a real v1.20 kubelet (issue 31): an init container asking a share
+// (fracpack.io/gpu-cores, not a node resource) made kubelet refuse the pod
+// after the agent had answered Allocate (kubernetes#124255, fixed in 1.31).
+TEST(Contract, InitContainerSharesAreRefusedOnKubeletsBefore131) {
+  const std::string init = R"(,"initContainers":[{"name":"setup","resources":{"limits":{"fracpack.io/gpu":"1","fracpack.io/gpu-cores":"10"}}}])";
+  auto with_init_share = kContract.pod_request(pod_from(pod_json(R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"50")", "", init)));
+  ASSERT_TRUE(with_init_share.ok()) << with_init_share.message();
+  EXPECT_TRUE(with_init_share->init_names_unknown_resources);
+  const std::string whole = R"(,"initContainers":[{"name":"setup","resources":{"limits":{"fracpack.io/gpu":"1"}}}])";
+  auto with_whole = kContract.pod_request(pod_from(pod_json(R"("fracpack.io/gpu":"1")", "", whole)));
+  ASSERT_TRUE(with_whole.ok());
+  EXPECT_FALSE(with_whole->init_names_unknown_resources) << "whole cards: fracpack.io/gpu is a node resource";
+  for (const auto& [version, fits] : std::vector<std::pair<std::string, bool>>{{"v1.20.2", false}, {"v1.30.9", false}, {"v1.31.0", true}, {"", true}}) {
+    auto n = parse_node(R"({"metadata":{"name":"g1","labels":{"nvidia.com/gpu.count":"2","nvidia.com/gpu.memory":"16384"}},)"
+                        R"("status":{"allocatable":{"cpu":"8","memory":"64Gi"},"nodeInfo":{"kubeletVersion":")" + version + R"("}}})",
+                        kNames.selection());
+    ASSERT_TRUE(n.ok()) << n.message();
+    auto spec = kContract.node_spec(*n);
+    ASSERT_TRUE(spec.ok());
+    scheduling::Ledger ledger;
+    ledger.upsert_node(*spec);
+    const auto fit = scheduling::fit(*with_init_share, *ledger.node("g1"), {}, scheduling::BestCardRanker{});
+    EXPECT_EQ(fit.fits, fits) << version << ": " << fit.reason;
+    EXPECT_EQ(scheduling::fits(*with_init_share, *ledger.node("g1"), {}), fits) << version;
+    if (!fits) {
+      EXPECT_TRUE(fit.unresolvable);
+      EXPECT_NE(fit.reason.find("kubernetes#124255"), std::string::npos) << fit.reason;
+    }
   }
 }
 

@@ -145,7 +145,7 @@ TEST(GpushareContract, UnhealthyCardsAreMarkedAndBadEntriesNamedNotReadAsCardZer
 }
 
 TEST(GpushareContract, TheRecordAndItsReadBack) {
-  scheduling::NodeSpec node{"n1", 8000, 0, {}, {}};
+  scheduling::NodeSpec node{"n1", 8000, 0, {}, {}, {}, 0};
   node.cards = {scheduling::Card{0, "", "", 15 * 1024}, scheduling::Card{1, "", "", 15 * 1024}};
   const Pod pod = pod_from(pod_json(container_json("main", R"("aliyun.com/gpu-mem":"4")")));
   scheduling::Allocation a{"n1", {{"main", false, {{1, "", 4096, 0}}}}};

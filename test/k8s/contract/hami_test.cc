@@ -188,7 +188,7 @@ TEST(HamiContract, TheRecordHasOneEntryPerContainer) {
 }
 
 TEST(HamiContract, RecordsAreReadBackByUuid) {
-  scheduling::NodeSpec node{"n1", 8000, 0, {}, {}};
+  scheduling::NodeSpec node{"n1", 8000, 0, {}, {}, {}, 0};
   node.cards = {scheduling::Card{0, "GPU-a", "T4", 16000}, scheduling::Card{5, "GPU-b", "T4", 16000}};
   const std::string containers = container_json("sidecar", R"("cpu":"1")") + "," + container_json("worker", R"("nvidia.com/gpu":"2")");
   auto read = [&](const std::string& record, const std::string& vgpu_node = "n1", const scheduling::NodeSpec* n = nullptr) {
