@@ -71,7 +71,9 @@ class TenantAttack : public NodeCluster {
 
   int64_t whole_cards_free() {
     int64_t free = 0;
-    for (const auto& c : ledger_cards(cluster_->daemon()).at(kGpuNode)) free += c.cores == 0 ? 1 : 0;
+    // Held by name: a range-for over a member of a temporary dangles.
+    const auto cards = ledger_cards(cluster_->daemon());
+    for (const auto& c : cards.at(kGpuNode)) free += c.cores == 0 ? 1 : 0;
     return free;
   }
 };
@@ -181,6 +183,8 @@ TEST_F(TenantAttack, PatchingYourOwnRecordFreesNothing) {
 // (before: any pod, fracpack's or not, GPU or not, to any node).
 TEST_F(TenantAttack, BindBindsOnlyPodsFracpackJudged) {
   const std::string cpu = create_by_hand("cpu", {}, "", {}, "default-scheduler");
+  // (Once the informer has it: before, the bind is refused for that.)
+  ASSERT_TRUE(Cluster::wait_for([&] { return cluster_->daemon().state().pod(cpu).has_value(); }, 5s));
   Status s = cluster_->driver().bind("team-b", "cpu", cpu, kGpuNode);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("fracpack binds only pods of fracpack"), std::string::npos) << s.message();
