@@ -309,8 +309,15 @@ Status validate(const Config& c) {
   if (c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" && c.log.level != "error") {
     return Error{"log.level: expected debug, info, warn or error, got \"" + c.log.level + "\""};
   }
-  if (c.cluster.bind_fence_read != "auto" && c.cluster.bind_fence_read != "consistent" && c.cluster.bind_fence_read != "resourceVersion") {
-    return Error{"cluster.bindFenceRead: expected auto, consistent or resourceVersion, got \"" + c.cluster.bind_fence_read + "\""};
+  if (c.cluster.bind_fence_read != "auto" && c.cluster.bind_fence_read != "consistent" && c.cluster.bind_fence_read != "marker" &&
+      c.cluster.bind_fence_read != "resourceVersion") {
+    return Error{"cluster.bindFenceRead: expected auto, consistent, marker or resourceVersion, got \"" + c.cluster.bind_fence_read + "\""};
+  }
+  if (const std::string& m = c.cluster.bind_fence_marker; !m.empty()) {
+    const size_t slash = m.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == m.size() || m.find('/', slash + 1) != std::string::npos) {
+      return Error{"cluster.bindFenceMarker: expected namespace/name of a pod, got \"" + m + "\""};
+    }
   }
   if (c.log.format != "json" && c.log.format != "logfmt") return Error{"log.format: expected json or logfmt, got \"" + c.log.format + "\""};
   if (auto l = parse_listen(c.node_agent.listen); !l) return Error{"nodeAgent.listen: " + l.message()};
@@ -413,6 +420,7 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += cluster.field("reconcileInterval", duration_field(c.cluster.reconcile_interval, milliseconds(100), std::chrono::hours(1)));
   err += cluster.field("bindTimeout", duration_field(c.cluster.bind_timeout, milliseconds(100), std::chrono::minutes(10)));
   err += cluster.field("bindFenceRead", string_field(c.cluster.bind_fence_read));
+  err += cluster.field("bindFenceMarker", string_field(c.cluster.bind_fence_marker));
   err += cluster.field("events", bool_field(c.cluster.events));
   err += cluster.finish();
 

@@ -48,9 +48,13 @@ struct ClusterConfig {
   milliseconds bind_timeout{4000};
   // How a GPU bind reads what the API server has bound on its node
   // (k8s/bind_fence.h): "auto" (the API server's version picks: consistent
-  // from 1.31, where the watch cache serves it), "consistent" (one
-  // consistent list) or "resourceVersion" (two reads, cheap on every version).
+  // from 1.31, where the watch cache serves it, marker before),
+  // "consistent" (one consistent list), "marker" (a write to the marker
+  // pod, then a cached read) or "resourceVersion" (two reads; waits for a
+  // pod write before 1.21).
   std::string bind_fence_read = "auto";
+  // The marker pod, namespace/name ("" = none: marker reads consistently).
+  std::string bind_fence_marker = "fracpack-system/fracpack-bind-fence";
   bool events = true;
   bool operator==(const ClusterConfig&) const = default;
 };

@@ -1,6 +1,9 @@
 #include "k8s/bind_fence.h"
 
+#include <random>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "k8s/server_version.h"
 
@@ -18,8 +21,17 @@ std::chrono::milliseconds time_left(BindFence::Clock::time_point deadline, std::
 
 }  // namespace
 
-BindFence::BindFence(std::string pod_field_selector, Selection selection, Read read)
-    : field_selector_(std::move(pod_field_selector)), selection_(std::move(selection)), read_(read) {}
+// After the marker was refused, how long binds read consistently before it
+// is tried again (an operator applying the manifest should not need a
+// restart; a missing one should not cost a failed write per bind).
+constexpr std::chrono::seconds kMarkerRetry{60};
+
+BindFence::BindFence(std::string pod_field_selector, Selection selection, Read read, Marker marker)
+    : field_selector_(std::move(pod_field_selector)),
+      selection_(std::move(selection)),
+      read_(read),
+      marker_(std::move(marker)),
+      nonce_((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) {}
 
 BindFence::Read BindFence::mode() const {
   std::lock_guard lock(mu_);
@@ -30,6 +42,7 @@ std::string_view BindFence::mode_name(Read r) {
   switch (r) {
     case Read::kConsistent: return "consistent";
     case Read::kResourceVersion: return "resourceVersion";
+    case Read::kMarker: return "marker";
     case Read::kAuto: return "auto";
   }
   return "?";
@@ -42,12 +55,12 @@ BindFence::Read BindFence::effective_read(ApiClient& client, Clock::time_point d
     if (resolved_ != Read::kAuto) return resolved_;
   }
   // Once: the API server's version picks the read. Until it is known, the
-  // read every version serves cheaply.
+  // read every version serves cheaply and freshly.
   auto v = read_server_version(client, time_left(deadline, std::chrono::milliseconds(1000)));
-  if (!v) return Read::kResourceVersion;
+  if (!v) return Read::kMarker;
   std::lock_guard lock(mu_);
   if (resolved_ == Read::kAuto) {
-    resolved_ = consistent_list_from_cache(*v) ? Read::kConsistent : Read::kResourceVersion;
+    resolved_ = consistent_list_from_cache(*v) ? Read::kConsistent : Read::kMarker;
     resolved_version_ = v->git_version;
   }
   return resolved_;
@@ -63,9 +76,58 @@ BindFence::Stats BindFence::stats() const {
   return stats_;
 }
 
-Result<std::string> BindFence::current_version(ApiClient& client, Clock::time_point arrived, Clock::time_point deadline) {
+std::string BindFence::marker_problem() const {
+  std::lock_guard lock(mu_);
+  return marker_problem_;
+}
+
+Result<std::string> BindFence::read_version(ApiClient& client, std::chrono::milliseconds timeout) {
+  // A quorum read of one pod: its list metadata carries the current
+  // resourceVersion of the whole store.
+  auto r = client.request("GET", "/api/v1/pods?limit=1", {}, "application/json", timeout);
+  if (!r) return Error{"reading the API server's current resourceVersion: " + r.message()};
+  if (r->status != 200) return Error{"reading the API server's current resourceVersion: " + api_error_message(*r)};
+  auto list = parse_list(r->body, Selection{});
+  if (!list) return Error{"reading the API server's current resourceVersion: " + list.message()};
+  if (list->resource_version.empty()) return Error{"the API server's pod list carries no metadata.resourceVersion"};
+  return list->resource_version;
+}
+
+Result<std::string> BindFence::write_marker(ApiClient& client, std::chrono::milliseconds timeout) {
+  const std::string who = "the bind fence's marker pod " + marker_.ns + "/" + marker_.name;
+  // A value no write has used: an unchanged object is not written, and its
+  // old resourceVersion would predate the bind.
+  nlohmann::json patch;
+  patch["metadata"]["annotations"][std::string(kMarkerAnnotation)] =
+      std::to_string(nonce_) + "-" + std::to_string(++marker_writes_);
+  auto r = client.request("PATCH", "/api/v1/namespaces/" + url_encode(marker_.ns) + "/pods/" + url_encode(marker_.name),
+                          patch.dump(), "application/merge-patch+json", timeout);
+  if (!r) return Error{"writing " + who + ": " + r.message()};
+  if (r->status == 403 || r->status == 404) {
+    // Not there, or not ours to write: the installation lacks
+    // manifests/bind-fence.yaml or its Role. Binds read consistently.
+    std::lock_guard lock(mu_);
+    marker_problem_ = who + ": " + api_error_message(*r) +
+                      " (apply manifests/bind-fence.yaml; until then each bind reads its node's pods consistently, from "
+                      "etcd before Kubernetes 1.31)";
+    marker_refused_until_ = Clock::now() + kMarkerRetry;
+    return std::string();
+  }
+  if (r->status != 200) return Error{"writing " + who + ": " + api_error_message(*r)};
+  auto pod = parse_pod(r->body, Selection{});
+  if (!pod) return Error{"writing " + who + ": " + pod.message()};
+  if (pod->meta.resource_version.empty()) return Error{"writing " + who + ": the answer carries no metadata.resourceVersion"};
+  return pod->meta.resource_version;
+}
+
+Result<std::string> BindFence::current_version(ApiClient& client, Read read, Clock::time_point arrived,
+                                               Clock::time_point deadline) {
   std::unique_lock lock(mu_);
   for (;;) {
+    if (read == Read::kMarker && (marker_.name.empty() || Clock::now() < marker_refused_until_)) {
+      ++stats_.marker_fallbacks;
+      return std::string();
+    }
     if (!last_version_.empty() && last_started_ >= arrived) {
       ++stats_.shared;
       return last_version_;
@@ -85,33 +147,19 @@ Result<std::string> BindFence::current_version(ApiClient& client, Clock::time_po
     const Clock::time_point started = Clock::now();
     reading_since_ = started;
     lock.unlock();
-    // A quorum read of one pod: its list metadata carries the current
-    // resourceVersion of the whole store.
     const auto timeout = time_left(deadline, client.config().request_timeout);
     Result<std::string> version = Error{"the bind's deadline passed before the API server's current resourceVersion was read"};
-    if (timeout.count() > 0) {
-      auto r = client.request("GET", "/api/v1/pods?limit=1", {}, "application/json", timeout);
-      if (!r) {
-        version = Error{"reading the API server's current resourceVersion: " + r.message()};
-      } else if (r->status != 200) {
-        version = Error{"reading the API server's current resourceVersion: " + api_error_message(*r)};
-      } else if (auto list = parse_list(r->body, Selection{}); !list) {
-        version = Error{"reading the API server's current resourceVersion: " + list.message()};
-      } else if (list->resource_version.empty()) {
-        version = Error{"the API server's pod list carries no metadata.resourceVersion"};
-      } else {
-        version = list->resource_version;
-      }
-    }
+    if (timeout.count() > 0) version = read == Read::kMarker ? write_marker(client, timeout) : read_version(client, timeout);
     lock.lock();
     reading_ = false;
     ++read_generation_;
     ++stats_.version_reads;
-    if (version && started >= last_started_) {
+    if (version && !version->empty() && started >= last_started_) {
       last_started_ = started;
       last_version_ = *version;
     }
     if (!version) ++stats_.failures;
+    if (version && version->empty()) ++stats_.marker_fallbacks;
     done_.notify_all();
     return version;
   }
@@ -124,10 +172,10 @@ Result<std::vector<Pod>> BindFence::node_pods(ApiClient& client, const std::stri
   // No limit: without a resourceVersion a consistent read; with one, "not
   // older than" it; either way the whole answer at once (§4.2).
   std::string target = "/api/v1/pods?fieldSelector=" + url_encode(selector);
-  if (effective_read(client, deadline) == Read::kResourceVersion) {
-    auto version = current_version(client, arrived, deadline);
+  if (const Read read = effective_read(client, deadline); read == Read::kResourceVersion || read == Read::kMarker) {
+    auto version = current_version(client, read, arrived, deadline);
     if (!version) return version.error();
-    target += "&resourceVersion=" + url_encode(*version);
+    if (!version->empty()) target += "&resourceVersion=" + url_encode(*version);
   }
   for (;;) {
     const auto timeout = time_left(deadline, client.config().request_timeout);

@@ -9,23 +9,34 @@
 // later. Placing on cards in that window double-books them.
 //
 // So before a GPU bind is posted, its node's live pods are read from the API
-// server as of a moment after the bind arrived, in one of two ways:
+// server as of a moment after the bind arrived, in one of three ways:
 //
 //   kAuto (default)    the API server's version picks (GET /version, once):
-//      kConsistent from 1.31 on, kResourceVersion before (and until the
-//      version is known). Found on a real 1.20 API server: a consistent
-//      list per bind, read from etcd, failed a third of the binds of a
-//      burst (issue 31).
+//      kConsistent from 1.31 on, kMarker before (and until the version is
+//      known). Found on a real 1.20 API server (issue 31): a consistent list
+//      per bind, read from etcd, failed a third of the binds of a burst;
+//      kResourceVersion failed every bind of a quiet cluster.
 //   kConsistent        one consistent LIST of the node's pods
 //      (fieldSelector spec.nodeName=<node>, no resourceVersion: a quorum
 //      read). Kubernetes 1.31 and later serve it from the watch cache once
 //      the cache has caught up with etcd (ConsistentListFromCache, KEP-2340,
 //      GA in 1.34); older API servers read every pod from etcd for it.
-//   kResourceVersion  two reads, cheap on every version: the current
-//      resourceVersion from a consistent LIST of one pod (limit=1), one read
-//      serving every bind that arrived before it started (single flight);
-//      then the node's pods at resourceVersion=<that> ("not older than":
-//      served from the watch cache, which waits until it has caught up).
+//   kMarker            one write, one cached read: a merge patch of an
+//      annotation on the marker pod (one pod fracpack owns, never scheduled:
+//      manifests/bind-fence.yaml), whose answer carries a resourceVersion
+//      later than every pod write committed before the patch; then the
+//      node's pods at resourceVersion=<that> ("not older than": served from
+//      the watch cache, which reaches it as soon as the patch's own event
+//      arrives). One write serves every bind that arrived before it started
+//      (single flight). Where the marker pod is missing or the patch is
+//      forbidden (403/404), binds fall back to kConsistent and say so
+//      (marker_fallbacks); it is tried again a minute later.
+//   kResourceVersion  the current resourceVersion from a consistent LIST of
+//      one pod (limit=1), then the node's pods at it. Cheap, but the number
+//      is etcd's global revision, and before 1.21's progress notifications
+//      the pods cache reaches it only with the next pod write: in a quiet
+//      cluster a bind waits (3 s blocks, 504 "Too large resource version")
+//      past its deadline. Kept for clusters whose pods never rest.
 //
 // ClusterState::catch_up then applies the bound pods the ledger lacks, as
 // their watch events would, and re-checks the bind's reservation beside
@@ -55,12 +66,20 @@ class BindFence {
  public:
   using Clock = std::chrono::steady_clock;
 
-  enum class Read { kConsistent, kResourceVersion, kAuto };
+  enum class Read { kConsistent, kResourceVersion, kMarker, kAuto };
+
+  // The pod kMarker writes: namespace and name (empty: none, so kMarker
+  // reads consistently).
+  struct Marker {
+    std::string ns, name;
+  };
+  // The annotation the marker's write changes.
+  static constexpr std::string_view kMarkerAnnotation = "fracpack.io/bind-fence";
 
   // `pod_field_selector`: the pod informer's ("status.phase!=Succeeded,..."),
   // so the node read sees what the informer would; `selection`: what the
   // decoder keeps.
-  BindFence(std::string pod_field_selector, Selection selection, Read read = Read::kAuto);
+  BindFence(std::string pod_field_selector, Selection selection, Read read = Read::kAuto, Marker marker = {});
 
   // The read in use (kAuto until the version is known), its name, and the
   // API server version that picked it ("" if none did).
@@ -75,20 +94,32 @@ class BindFence {
                                      Clock::time_point deadline);
 
   struct Stats {
-    uint64_t version_reads = 0;  // kResourceVersion: consistent reads of the current resourceVersion
+    uint64_t version_reads = 0;  // kResourceVersion / kMarker: reads (writes) of a current resourceVersion
     uint64_t shared = 0;         // fences served by a read another bind started
     uint64_t node_reads = 0;
     uint64_t failures = 0;
+    uint64_t marker_fallbacks = 0;  // kMarker binds read consistently (marker pod missing or forbidden)
   };
+  // Why the marker was last refused ("" if it never was).
+  std::string marker_problem() const;
   Stats stats() const;
 
  private:
-  Result<std::string> current_version(ApiClient& client, Clock::time_point arrived, Clock::time_point deadline);
+  // A resourceVersion read (kResourceVersion) or written (kMarker) after
+  // `arrived`; an empty string: the marker is unusable, read consistently.
+  Result<std::string> current_version(ApiClient& client, Read read, Clock::time_point arrived, Clock::time_point deadline);
+  Result<std::string> read_version(ApiClient& client, std::chrono::milliseconds timeout);
+  Result<std::string> write_marker(ApiClient& client, std::chrono::milliseconds timeout);
   Read effective_read(ApiClient& client, Clock::time_point deadline);
 
   const std::string field_selector_;
   const Selection selection_;
   const Read read_;
+  const Marker marker_;
+  const uint64_t nonce_;                 // this fence's marker values differ from every other's
+  uint64_t marker_writes_ = 0;
+  Clock::time_point marker_refused_until_{};  // after a 403/404: consistent reads until then
+  std::string marker_problem_;
   mutable std::mutex mu_;
   Read resolved_ = Read::kAuto;    // kAuto: what the version picked
   std::string resolved_version_;

@@ -67,6 +67,13 @@ class SourceLog {
   std::map<std::string, Seen> seen_;
 };
 
+// "namespace/name" (validated by the configuration) as the fence's marker.
+k8s::BindFence::Marker marker_of(const std::string& ns_name) {
+  const size_t slash = ns_name.find('/');
+  if (slash == std::string::npos) return {};
+  return {ns_name.substr(0, slash), ns_name.substr(slash + 1)};
+}
+
 }  // namespace
 
 void tune_allocator_for_large_bodies() {
@@ -176,7 +183,9 @@ Status Daemon::start() {
         k8s::kLivePodsSelector, state_->selection(),
         c.cluster.bind_fence_read == "resourceVersion" ? k8s::BindFence::Read::kResourceVersion
         : c.cluster.bind_fence_read == "consistent"    ? k8s::BindFence::Read::kConsistent
-                                                       : k8s::BindFence::Read::kAuto);
+        : c.cluster.bind_fence_read == "marker"        ? k8s::BindFence::Read::kMarker
+                                                       : k8s::BindFence::Read::kAuto,
+        marker_of(c.cluster.bind_fence_marker));
     auto workers = std::make_unique<BindingWorkers>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
     if (c.contract.profile == "hami" && c.contract.hami_node_lock) {
       k8s::NodeLockOptions lock;
@@ -206,6 +215,10 @@ Status Daemon::start() {
                                   "picked one): 1 for the read in use.",
                                   SampledFamily::Type::kGauge,
                                   {{{{"mode", std::string(k8s::BindFence::mode_name(mode))}}, 1.0}}});
+      out.push_back(SampledFamily::single("fracpack_bind_fence_marker_fallbacks_total",
+                                          "Binds whose fence read their node's pods consistently because the marker pod "
+                                          "(cluster.bindFenceMarker) was missing or not writable.",
+                                          SampledFamily::Type::kCounter, static_cast<double>(fence_->stats().marker_fallbacks)));
     });
     metrics_.add_collector([this](std::vector<SampledFamily>& out) {
       out.push_back(SampledFamily{"fracpack_overcommitted_cards",
@@ -424,11 +437,16 @@ void Daemon::control(std::stop_token stop) {
   std::set<std::pair<std::string, int>> reported;  // over-committed cards already reported
   report_overcommitted(client, reported);
   const auto interval = options_.config.cluster.reconcile_interval;
+  std::string marker_problem;  // the bind fence's, as last logged
   auto next_reconcile = std::chrono::steady_clock::now() + interval;
   while (!stop.stop_requested()) {
     sleep_for(std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(1000)));
     if (stop.stop_requested()) break;
     report_sources();
+    if (std::string problem = fence_->marker_problem(); problem != marker_problem) {
+      if (!problem.empty()) log_warn("bind fence marker refused", {{"error", problem}});
+      marker_problem = std::move(problem);
+    }
     if (std::chrono::steady_clock::now() < next_reconcile) continue;
     next_reconcile = std::chrono::steady_clock::now() + interval;
     // Past their TTL, reservations go only when the API server shows their

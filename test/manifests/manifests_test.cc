@@ -55,7 +55,7 @@ Objects load_file(const fs::path& p) {
 // policies.
 Objects plain_installation() {
   Objects out;
-  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "monitoring/servicemonitor.yaml", "node-agent.yaml",
+  for (const char* f : {"rbac.yaml", "config.yaml", "deployment.yaml", "service.yaml", "bind-fence.yaml", "monitoring/servicemonitor.yaml", "node-agent.yaml",
                         "admission/webhook.yaml", "admission/certificate.yaml", "admission/policy.yaml", "admission/node-agent-policy.yaml"}) {
     for (auto& o : load_file(kManifests / f)) out.push_back(o);
   }
@@ -790,7 +790,7 @@ void check_policies(const Objects& objects, const config::Config& fc, const std:
 Problems check_installation(const Objects& objects) {
   Problems out;
   static const std::map<std::string, std::string> api_version = {
-      {"ServiceAccount", "v1"}, {"ConfigMap", "v1"}, {"Service", "v1"}, {"Deployment", "apps/v1"}, {"DaemonSet", "apps/v1"},
+      {"ServiceAccount", "v1"}, {"ConfigMap", "v1"}, {"Service", "v1"}, {"Pod", "v1"}, {"Deployment", "apps/v1"}, {"DaemonSet", "apps/v1"},
       {"ClusterRole", "rbac.authorization.k8s.io/v1"}, {"ClusterRoleBinding", "rbac.authorization.k8s.io/v1"},
       {"Role", "rbac.authorization.k8s.io/v1"}, {"RoleBinding", "rbac.authorization.k8s.io/v1"},
       {"ServiceMonitor", "monitoring.coreos.com/v1"},
@@ -944,6 +944,28 @@ Problems check_installation(const Objects& objects) {
     const std::string wl_ns = wl.substr(0, wl.find('/')), wl_name = wl.substr(wl.find('/') + 1);
     if (!held[wl_ns].count("|configmaps|get|" + wl_name)) out.push_back("no get on the workload ConfigMap " + wl);
   }
+  // The bind fence's marker pod: there, writable by name, never scheduled
+  // and never holding a token.
+  if (const std::string& mk = fc.cluster.bind_fence_marker; !mk.empty()) {
+    const std::string mk_ns = mk.substr(0, mk.find('/')), mk_name = mk.substr(mk.find('/') + 1);
+    if (!held[mk_ns].count("|pods|patch|" + mk_name)) out.push_back("no patch on the bind fence's marker pod " + mk);
+    YAML::Node* marker = find(objects, "Pod", mk_name);
+    if (!marker || str((*marker)["metadata"]["namespace"]) != mk_ns) {
+      out.push_back("no Pod " + mk + " (cluster.bindFenceMarker)");
+    } else {
+      const YAML::Node spec = (*marker)["spec"];
+      const std::string marker_scheduler = str(spec["schedulerName"]);
+      bool served = marker_scheduler.empty() || marker_scheduler == "default-scheduler";
+      if (cfg.scheduler.IsDefined()) {
+        for (auto p : cfg.scheduler["profiles"]) served |= str(p["schedulerName"]) == marker_scheduler;
+      }
+      if (served) out.push_back("Pod " + mk + ": a scheduler would place it (schedulerName \"" + marker_scheduler + "\")");
+      if (str(spec["automountServiceAccountToken"]) != "false") out.push_back("Pod " + mk + ": automountServiceAccountToken must be false");
+      for (auto c : spec["containers"]) {
+        if (c["resources"].IsDefined()) out.push_back("Pod " + mk + ": asks for resources");
+      }
+    }
+  }
   if (cfg.scheduler.IsDefined()) {
     const std::string lease_ns = str(cfg.scheduler["leaderElection"]["resourceNamespace"]);
     const std::string lease = str(cfg.scheduler["leaderElection"]["resourceName"]);
@@ -962,7 +984,7 @@ std::string list(const Problems& p) {
 
 TEST(Manifests, PlainInstallationIsCompleteAndConsistent) {
   const Objects objects = plain_installation();
-  EXPECT_EQ(objects.size(), 24u);
+  EXPECT_EQ(objects.size(), 25u);
   const Problems p = check_installation(objects);
   EXPECT_TRUE(p.empty()) << list(p);
   // The policy guards the fracpack contract's record, for the extender.
@@ -1138,6 +1160,18 @@ TEST(Manifests, TheCheckCatchesEachKindOfMistake) {
        "variables.writers must be admission.recordWriters"},
       {"the policy only auditing", [&](Objects& o) { (*find(o, "ValidatingAdmissionPolicyBinding", "fracpack-records"))["spec"]["validationActions"] = YAML::Load("[Audit]"); },
        "validationActions must include Deny"},
+      {"no bind fence marker", [&](Objects& o) {
+         o.erase(std::remove_if(o.begin(), o.end(), [](const YAML::Node& x) { return str(x["kind"]) == "Pod"; }), o.end());
+       },
+       "no Pod fracpack-system/fracpack-bind-fence"},
+      {"the marker not writable", [&](Objects& o) { (*find(o, "Role", "fracpack"))["rules"].remove(3); },
+       "no patch on the bind fence's marker pod"},
+      {"every pod writable", [&](Objects& o) { (*find(o, "Role", "fracpack"))["rules"][3].remove("resourceNames"); },
+       "no patch on the bind fence's marker pod"},
+      {"the marker scheduled", [&](Objects& o) { (*find(o, "Pod", "fracpack-bind-fence"))["spec"]["schedulerName"] = "fracpack"; },
+       "a scheduler would place it"},
+      {"the marker with a token", [&](Objects& o) { (*find(o, "Pod", "fracpack-bind-fence"))["spec"].remove("automountServiceAccountToken"); },
+       "automountServiceAccountToken must be false"},
       {"node agent without its node's name", [&](Objects& o) {
          YAML::Node ds = *find(o, "DaemonSet", "fracpack-node-agent");
          ds["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] = "metadata.name";
@@ -1163,6 +1197,8 @@ TEST(Manifests, RbacMatchesTheCode) {
       // The bind fence: the current resourceVersion, then one node's pods.
       {std::regex(R"re(request\("GET", "/api/v1/pods\?limit=1")re"), "|pods|list"},
       {std::regex(R"re("/api/v1/pods\?fieldSelector=" \+ url_encode\(selector\))re"), "|pods|list (one node)"},
+      {std::regex(R"re(request\("PATCH", "/api/v1/namespaces/" \+ url_encode\(marker_.ns\) \+ "/pods/" \+ url_encode\(marker_.name\))re"),
+       "|pods|patch (the bind fence's marker, by name)"},
       {std::regex(R"re("/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+ \+ "/binding")re"), "|pods/binding|create"},
       {std::regex(R"re(request\("POST", "/api/v1/namespaces/" \+ [\w.]+ \+ "/events")re"), "|events|create"},
       {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ \w+ \+ "/configmaps/" \+ \w+\))re"), "|configmaps|get"},
@@ -1203,7 +1239,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 15u);
+  EXPECT_EQ(calls, 16u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 

@@ -35,9 +35,10 @@ void expect_no_overcommit(const FailoverReport& r, const FailoverOptions& o) {
   EXPECT_GT(r.placed, o.operations / 10) << r.summary();
   EXPECT_GT(r.deleted, o.operations / 20) << r.summary();
   // Every GPU bind was fenced: a read of its node's pods each, and with
-  // bindFenceRead: resourceVersion, version reads too.
+  // bindFenceRead: marker or resourceVersion, its writes or version reads too.
   EXPECT_GE(r.node_reads, r.placed) << r.summary();
-  if (o.bind_fence_read == "resourceVersion") {
+  EXPECT_EQ(r.marker_fallbacks, 0) << r.summary();
+  if (o.bind_fence_read == "resourceVersion" || o.bind_fence_read == "marker") {
     EXPECT_GT(r.fence_reads, 0u) << r.summary();
   } else {
     EXPECT_EQ(r.fence_reads, 0u) << r.summary();
@@ -49,10 +50,10 @@ TEST(Failover, TheOldLeaderStaysUpAndNoCardIsOverCommitted) {
   expect_no_overcommit(run_failover(o), o);
 }
 
-// (With the two-read fence, for API servers before 1.31.)
+// (With the marker's fence, for API servers before 1.31.)
 TEST(Failover, TheOldLeaderIsKilledWithBindsInFlightAndNoCardIsOverCommitted) {
   FailoverOptions o = ci_options(true);
-  o.bind_fence_read = "resourceVersion";
+  o.bind_fence_read = "marker";
   const FailoverReport r = run_failover(o);
   expect_no_overcommit(r, o);
   EXPECT_GT(r.killed_mid_bind, 0u) << r.summary();

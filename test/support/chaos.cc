@@ -35,6 +35,7 @@ class Chaos {
   ChaosReport run() {
     const auto start = std::chrono::steady_clock::now();
     candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards);
+    api_.create("pods", bind_fence_marker_pod());
     config_ = process_config(dir_, api_.url(), port_, o_.assume_ttl, o_.reconcile_interval, "", profile_->config_keys());
     start_fracpack();
     std::uniform_real_distribution<double> unit(0, 1);

@@ -39,6 +39,15 @@ std::string pod_object(const PodSpec& p) {
       .dump();
 }
 
+std::string bind_fence_marker_pod(const std::string& ns, const std::string& name) {
+  return json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec", {{"schedulerName", "fracpack.io/never-scheduled"}, {"containers", {{{"name", "pause"}, {"image", "pause"}}}}}},
+              {"status", {{"phase", "Pending"}}}}
+      .dump();
+}
+
 std::string allocation_annotation(const std::string& node, const std::vector<std::pair<int, int>>& cards, int64_t memory_mib,
                                   const std::string& container) {
   scheduling::Allocation a;

@@ -38,6 +38,10 @@ struct PodSpec {
 };
 std::string pod_object(const PodSpec& p);
 
+// The bind fence's marker pod (manifests/bind-fence.yaml): pending, for no
+// scheduler, asking nothing.
+std::string bind_fence_marker_pod(const std::string& ns = "fracpack-system", const std::string& name = "fracpack-bind-fence");
+
 // Half a card's limits: 50 % compute and 8 GiB.
 std::map<std::string, std::string> half_card();
 // A pod another scheduler bound: on `node`, card `card`, with its record (uid

@@ -60,6 +60,7 @@ class Failover {
   FailoverReport run() {
     const auto start = std::chrono::steady_clock::now();
     candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards);
+    api_.create("pods", bind_fence_marker_pod());
     for (auto& r : replicas_) {
       // (The key is left out at its default: an older fracpack, run for a
       // before/after comparison, may not know it.)
@@ -96,7 +97,8 @@ class Failover {
     r_.overcommitted_at_end = overcommitted("at the end");
     r_.overcommitted_max = std::max(r_.overcommitted_max, r_.overcommitted_at_end);
     r_.bindings_posted = static_cast<uint64_t>(api_.requests("POST /api/v1/namespaces/default/pods/"));
-    r_.fence_reads = static_cast<uint64_t>(api_.requests("GET /api/v1/pods?limit=1"));
+    r_.fence_reads = static_cast<uint64_t>(api_.requests("GET /api/v1/pods?limit=1") +
+                                           api_.requests("PATCH /api/v1/namespaces/fracpack-system/pods/fracpack-bind-fence"));
     r_.node_reads = static_cast<uint64_t>(api_.requests("GET /api/v1/pods?fieldSelector=spec.nodeName="));
     r_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (const char* keep = std::getenv("FAILOVER_KEEP_LOGS")) {
@@ -246,6 +248,7 @@ class Failover {
     const double n = metric_sum(r.url(), "fracpack_bind_fence_caught_up_total");
     if (o_.verbose) std::fprintf(stderr, "op %llu: %s caught up %g\n", static_cast<unsigned long long>(r_.operations), r.url().c_str(), n);
     r_.fence_caught_up += n;
+    r_.marker_fallbacks += metric_sum(r.url(), "fracpack_bind_fence_marker_fallbacks_total");
   }
 
   void count_fracpack_metrics() {
@@ -287,7 +290,7 @@ std::string FailoverReport::summary() const {
     << "over-committed cards: " << overcommitted_at_end << " at the end, " << overcommitted_max << " at most after a failover; "
     << "bind p50 " << percentile(bind_ms, 0.5) << " ms, p99 " << percentile(bind_ms, 0.99) << " ms; per placed pod: "
     << static_cast<double>(bindings_posted) * per_bind << " Bindings, " << static_cast<double>(fence_reads) * per_bind
-    << " freshness reads, " << static_cast<double>(node_reads) * per_bind << " node reads; the fences caught up "
+    << " freshness reads, " << static_cast<double>(node_reads) * per_bind << " node reads (" << marker_fallbacks << " consistent for want of the marker); the fences caught up "
     << fence_caught_up << " pods the watch had not delivered; reconcilers report " << reported_overcommitted << " over-committed cards";
   return s.str();
 }

@@ -66,6 +66,7 @@ struct FailoverReport {
   // watch had not delivered yet, and over-committed cards the reconcilers
   // reported (summed over the processes' last /metrics).
   double fence_caught_up = 0, reported_overcommitted = 0;
+  double marker_fallbacks = 0;  // binds fenced consistently: the marker pod missing or refused
   double seconds = 0;
   std::string summary() const;
 };

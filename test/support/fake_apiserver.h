@@ -71,6 +71,14 @@ struct FakeApiServerOptions {
   // Like a real apiserver's watch cache, serve a LIST at resourceVersion "0"
   // whole, ignoring limit (§4.2: "one page is typical"); false paginates it.
   bool watch_cache = true;
+  // Whether a kind's watch cache learns etcd's progress (progress
+  // notifications; 1.21 on): a LIST at resourceVersion N (not older than)
+  // is served once the store reaches N. false, as 1.20 was seen to do (later
+  // versions with etcd's progress notifications between): once a write of its
+  // own kind reaches N (other kinds' writes advance N but not that cache);
+  // until then 504 "Too large resource version" (a real server blocks 3 s
+  // first).
+  bool watch_cache_progress = true;
   // What GET /version says (its minor version; major is 1).
   std::string minor_version = "28";
 };

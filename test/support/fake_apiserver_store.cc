@@ -211,6 +211,7 @@ void FakeStore::index_pod(const std::optional<Fields>& before, const Fields* now
 void FakeStore::record(const std::string& kind, const std::string& type, const Obj& now, std::optional<Fields> before,
                        std::shared_ptr<const std::string> before_json) {
   if (kind == "pods") index_pod(before, type == "DELETED" ? nullptr : &now.fields);
+  kind_rv[kind] = now.rv;
   // A watcher whose selector the object stops matching gets the previous
   // state at the resource version of this change (etcd3 watcher: "the
   // *old* object with the etcd revision for the time at which it gets
@@ -303,8 +304,9 @@ Response FakeStore::list(const std::string& kind, const std::string& ns, const s
       return {410, status_json(410, "Expired", "too old resource version: " + rv_param + " (" + std::to_string(compacted) + ")")};
     }
     const uint64_t asked = std::stoull(rv_param);
-    if (asked > rv) {
-      return {504, status_json(504, "Timeout", "Too large resource version: " + rv_param + ", current: " + std::to_string(rv)), "1"};
+    const uint64_t cached = options_.watch_cache_progress ? rv : (kind_rv.contains(kind) ? kind_rv[kind] : 1);
+    if (asked > cached) {
+      return {504, status_json(504, "Timeout", "Too large resource version: " + rv_param + ", current: " + std::to_string(cached)), "1"};
     }
     // "Exact" (with a limit) needs the state at that version, which only the current one is.
     if (limit > 0 && asked != rv && q.contains("resourceVersionMatch") && q.at("resourceVersionMatch") == "Exact") {

@@ -131,6 +131,7 @@ class FakeStore {
   std::map<std::string, std::map<std::string, Obj>> objects;  // kind -> key -> object
   std::deque<HistoryEvent> history;
   uint64_t rv = 1;
+  std::map<std::string, uint64_t> kind_rv;  // kind -> the resource version of its last write
   uint64_t compacted = 1;  // resume points below this are gone
   uint64_t uid_counter = 0;
   // Pods by spec.nodeName, as the API server's watch cache indexes them:

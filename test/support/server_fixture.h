@@ -35,8 +35,8 @@ class TempDir {
 std::string gpu_pod(const std::string& name, const std::string& uid, int cores, int64_t memory_mib = 0, int cards = 1,
                     std::map<std::string, std::string> annotations = {}, int priority = 0, const std::string& node = "");
 // Deletes a pod at random: a bound one three times in four (jobs end), else
-// a pending one (jobs cancelled). Its namespace/name and whether it was
-// bound; nothing when there is no pod.
+// a pending one (jobs cancelled); never fracpack-system's. Its
+// namespace/name and whether it was bound; nothing when there is no pod.
 struct DeletedPod {
   std::string key;
   bool was_bound = false;
