@@ -90,22 +90,18 @@ size_t AllocationMatcher::next_of(const WaitingPod& p) const {
   return it == served_.end() ? 0 : static_cast<size_t>(it->second);
 }
 
-std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices, std::vector<std::string>* unusable) const {
+std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices) const {
   std::vector<const WaitingPod*> candidates;
   for (const WaitingPod& p : pods_) {
     if (next_of(p) != 0 || p.containers.empty() || p.containers[0].devices != devices || excluded_.contains(p.uid)) continue;
-    if (!p.cards) {
-      if (unusable != nullptr) unusable->push_back(p.key + " (" + p.cards.message() + ")");
-      continue;
-    }
     candidates.push_back(&p);
   }
   return candidates;
 }
 
-bool AllocationMatcher::lacks_candidate(int devices) const { return first_candidates(devices, nullptr).empty(); }
+bool AllocationMatcher::lacks_candidate(int devices) const { return first_candidates(devices).empty(); }
 
-Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices) const {
+Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices, std::string* refused_uid) const {
   // The pod kubelet is in the middle of: its next container, when it asks
   // this many devices (else its admission ended and another pod begins).
   for (const WaitingPod& p : pods_) {
@@ -113,18 +109,16 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
     const size_t next = next_of(p);
     if (next > 0 && next < p.containers.size() && p.containers[next].devices == devices) return std::make_pair(&p, next);
   }
-  // Pods whose admission has not begun, asking this many devices first.
-  std::vector<std::string> unusable;
-  std::vector<const WaitingPod*> candidates = first_candidates(devices, &unusable);
+  // Pods whose admission has not begun, asking this many devices first —
+  // those whose record cannot serve too: kubelet admits them in their turn
+  // like any other, and the Allocate of their turn is theirs. (Found on a
+  // real kubelet, issue 31: a tenant's pod with a forged record, bound
+  // just before a fracpack pod, was answered with the fracpack pod's
+  // cards once that pod's bind reached the agent; the fracpack pod was
+  // then refused.)
+  std::vector<const WaitingPod*> candidates = first_candidates(devices);
   const std::string asked = std::to_string(devices) + (devices == 1 ? " device" : " devices");
-  if (candidates.empty()) {
-    std::string why = "no pod bound to this node waits for a container asking " + asked;
-    if (!unusable.empty()) {
-      why += "; pods that ask it without a usable fracpack allocation record:";
-      for (const std::string& u : unusable) why += " " + u;
-    }
-    return Error{why};
-  }
+  if (candidates.empty()) return Error{"no pod bound to this node waits for a container asking " + asked};
   // kubelet admits pods in the order their binds reach it: the earliest
   // seen bound here goes first. Pods seen first in one list (or before
   // kubelet restarted) came in an unknown order; among them only
@@ -142,6 +136,13 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
     for (const WaitingPod* x : pods) why += " " + x->key;
     return Error{why + how + " each wait for a container asking " + asked + " on different cards"};
   };
+  if (earliest.size() == 1 && !earliest.front()->cards) {
+    if (refused_uid != nullptr) *refused_uid = earliest.front()->uid;
+    // kubelet shows this on the pod it admits, which may be another's (the
+    // earliest may have been rejected before its Allocate): no name.
+    return Error{"kubelet is admitting the pod bound to this node first among those waiting for " + asked +
+                 ", and its allocation record cannot serve: " + earliest.front()->cards.message()};
+  }
   for (const WaitingPod* c : earliest) {
     if (!equivalent(*earliest.front(), 0, *c, 0)) return ambiguous(earliest, " were seen bound together and");
   }
@@ -157,23 +158,38 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   return std::make_pair(chosen, size_t{0});
 }
 
+std::optional<std::pair<std::string, std::string>> AllocationMatcher::unservable_turn(int devices) const {
+  std::string uid;
+  if (find(devices, &uid) || uid.empty()) return std::nullopt;
+  for (const WaitingPod& p : pods_) {
+    if (p.uid == uid) return std::make_pair(p.uid, p.key);
+  }
+  return std::nullopt;
+}
+
 void AllocationMatcher::merge_arrivals() {
   for (const WaitingPod& p : pods_) merged_upto_ = std::max(merged_upto_, p.arrival);
 }
 
 Result<Assignment> AllocationMatcher::peek(int devices) const {
-  auto found = find(devices);
+  auto found = find(devices, nullptr);
   if (!found) return found.error();
   const auto [pod, index] = *found;
   return Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index]};
 }
 
 Result<Assignment> AllocationMatcher::allocate(int devices) {
-  auto a = peek(devices);
-  if (!a) {
+  std::string refused;
+  auto found = find(devices, &refused);
+  if (!found) {
     last_uid_.clear();  // kubelet fails the pod: its admission is over
-    return a;
+    // That pod was kubelet's: it fails it, and the next Allocate is
+    // another's (until the pod's status says so, it still looks waiting).
+    if (!refused.empty()) excluded_.insert(refused);
+    return found.error();
   }
+  const auto [pod, index] = *found;
+  Result<Assignment> a = Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index]};
   served_[a->pod_uid] += 1;
   last_uid_ = a->pod_uid;
   for (const WaitingPod& p : pods_) {

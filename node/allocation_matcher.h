@@ -33,6 +33,12 @@
 //                                 the cards out of step for good: when one
 //                                 leaves, the wrong card is freed. kubelet
 //                                 reports the refusal on the pod.
+//   the first is a pod whose      refused at once, naming it (its record is
+//     record cannot serve         missing, forged, another's): it is
+//                                 kubelet's turn, and it is passed over
+//                                 from then on (kubelet fails it). Waiting
+//                                 for a pod that can be served would hand
+//                                 that pod's cards to it.
 //   none                          refused: no record names this container
 //                                 (the caller waits for its pod watch first).
 //
@@ -125,6 +131,11 @@ class AllocationMatcher {
   // later pod event may bring it) rather than ambiguity.
   bool lacks_candidate(int devices) const;
 
+  // When allocate(devices) would refuse because the pod whose turn it is
+  // has a record that cannot serve: that pod's UID and key (the caller
+  // confirms it still waits, and excludes it otherwise).
+  std::optional<std::pair<std::string, std::string>> unservable_turn(int devices) const;
+
   // kubelet restarted: it sees every pod bound so far at once, so their
   // arrival order no longer says which it admits first.
   void merge_arrivals();
@@ -149,8 +160,12 @@ class AllocationMatcher {
 
  private:
   // The pod and its next container index for `devices`.
-  Result<std::pair<const WaitingPod*, size_t>> find(int devices) const;
-  std::vector<const WaitingPod*> first_candidates(int devices, std::vector<std::string>* unusable) const;
+  // `refused_uid`: set when the refusal is the turn of a pod whose record
+  // cannot serve.
+  Result<std::pair<const WaitingPod*, size_t>> find(int devices, std::string* refused_uid) const;
+  // The pods waiting to begin admission with a container asking `devices`,
+  // their records usable or not.
+  std::vector<const WaitingPod*> first_candidates(int devices) const;
   size_t next_of(const WaitingPod& p) const;
 
   std::vector<WaitingPod> pods_;

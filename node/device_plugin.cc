@@ -144,6 +144,12 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
       : options_(options), state_(state), stats_(stats) {}
 
   void stop() { stopping_ = true; }
+  // ListAndWatch streams open now, opened ever, and when the last one ended.
+  int open_streams() const { return streams_.load(); }
+  uint64_t streams_opened() const { return streams_opened_.load(); }
+  std::chrono::steady_clock::time_point last_stream_end() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_stream_end_ns_.load()));
+  }
 
   grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*, v1beta1::DevicePluginOptions* out) override {
     out->set_pre_start_required(false);
@@ -153,6 +159,19 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
 
   grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
                             grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
+    // kubelet holds this stream open for as long as it has the plugin: its
+    // end, with no other one open, is kubelet gone (DevicePluginServer::run).
+    struct Open {
+      Service& s;
+      explicit Open(Service& service) : s(service) {
+        s.streams_.fetch_add(1);
+        s.streams_opened_.fetch_add(1);
+      }
+      ~Open() {
+        s.last_stream_end_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+        s.streams_.fetch_sub(1);
+      }
+    } open(*this);
     uint64_t sent = ~uint64_t{0};
     while (!stopping_ && !ctx->IsCancelled() && !state_.stopped()) {
       const uint64_t version = state_.devices_version();
@@ -232,6 +251,9 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
   NodeState& state_;
   DevicePluginStats& stats_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> streams_{0};
+  std::atomic<uint64_t> streams_opened_{0};
+  std::atomic<std::chrono::steady_clock::rep> last_stream_end_ns_{0};
 };
 
 DevicePluginServer::DevicePluginServer(DevicePluginOptions options, NodeState& state)
@@ -290,6 +312,23 @@ Status DevicePluginServer::register_with_kubelet() {
   return Status::Ok();
 }
 
+uint64_t DevicePluginServer::streams_opened() {
+  std::lock_guard lock(mu_);
+  return service_ == nullptr ? 0 : service_->streams_opened();
+}
+
+bool DevicePluginServer::kubelet_holds_no_stream(std::chrono::steady_clock::time_point registered_at, uint64_t opened_before) {
+  std::lock_guard lock(mu_);
+  if (service_ == nullptr) return true;
+  if (service_->open_streams() > 0) return false;
+  const auto now = std::chrono::steady_clock::now();
+  // A stream opened since the registration and ended: kubelet replaces it
+  // within milliseconds when it keeps the plugin. None opened yet: a busy
+  // kubelet may take a while to dial back.
+  if (service_->streams_opened() > opened_before) return now - std::max(registered_at, service_->last_stream_end()) >= kStreamGrace;
+  return now - registered_at >= kFirstStreamGrace;
+}
+
 Status DevicePluginServer::start() {
   if (Status s = serve(); !s.ok()) return s;
   return register_with_kubelet();
@@ -323,6 +362,9 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
   int registrations = 0;
   FileId kubelet;  // kubelet's socket as it was at the last attempt
   auto next_try = std::chrono::steady_clock::now();
+  auto registered_at = next_try;
+  uint64_t opened_before = 0;  // streams opened before the last registration
+  bool ever_registered = false;
   std::string last_error;
   auto set_registered = [&](bool on) {
     registered = on;
@@ -334,7 +376,9 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
     const bool kubelet_there = now_kubelet.inode != 0;
     const bool kubelet_new = !(now_kubelet == kubelet);
     const bool ours = file_id(socket_path()).inode != 0;
-    if (registered && kubelet_new) state_.kubelet_restarted();  // it sees every bound pod at once
+    // kubelet (re)started: it sees every bound pod at once. (Also when the
+    // plugin had already seen it stop and published itself unregistered.)
+    if (ever_registered && kubelet_new && kubelet_there) state_.kubelet_restarted();
     if (registered && !kubelet_there) {
       // kubelet is restarting: it wipes this directory before it serves
       // again. Serving afresh now would have that socket wiped too (and a
@@ -343,6 +387,17 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
       kubelet = now_kubelet;
       report(options_, true, "kubelet's registration socket " + kubelet_socket() + " is gone (kubelet restarting): waiting for it");
       waiting_reported = true;
+    } else if (registered && kubelet_holds_no_stream(registered_at, opened_before)) {
+      // kubelet stopped (its socket stays behind) or dropped the plugin.
+      // Until it has the plugin again, the cards are published as not
+      // registered, so no pod is bound here meanwhile: kubelet 1.20 admits
+      // the pods bound to it before a plugin can register again after its
+      // restart, and fails them ("Available: 0"). Retry at once: a kubelet
+      // that is there takes the registration.
+      set_registered(false);
+      next_try = std::chrono::steady_clock::now();
+      report(options_, true, "kubelet holds no ListAndWatch stream of " + options_.resource +
+                                 " (kubelet stopped?): its cards are published as not registered until kubelet registers the plugin again");
     } else if (!registered && !kubelet_there) {
       if (!waiting_reported) report(options_, true, "waiting for kubelet's registration socket " + kubelet_socket());
       waiting_reported = true;
@@ -353,8 +408,11 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
       // pods bound to it within milliseconds). kubelet restarted but our
       // socket survived: registering again is enough; otherwise serve
       // afresh first.
+      opened_before = ours && registered ? streams_opened() : 0;  // start() serves afresh: a new count
       Status s = ours && registered ? register_with_kubelet() : start();
       set_registered(s.ok());
+      ever_registered = ever_registered || s.ok();
+      registered_at = std::chrono::steady_clock::now();
       kubelet = now_kubelet;
       waiting_reported = false;
       if (!s.ok()) {

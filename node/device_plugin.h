@@ -107,10 +107,19 @@ class DevicePluginServer {
   std::string kubelet_socket() const;
 
   class Service;
+  // How long the plugin may go with no ListAndWatch stream open before
+  // kubelet counts as gone: after a stream ended (kubelet replaces it at
+  // once when it re-dials), and after a registration no stream followed.
+  static constexpr std::chrono::milliseconds kStreamGrace{500};
+  static constexpr std::chrono::milliseconds kFirstStreamGrace{5000};
 
  private:
   Status serve();
   Status register_with_kubelet();
+  // No stream open now, past the grace (above); `opened_before`: the
+  // streams opened before the registration at `registered_at`.
+  bool kubelet_holds_no_stream(std::chrono::steady_clock::time_point registered_at, uint64_t opened_before);
+  uint64_t streams_opened();
 
   DevicePluginOptions options_;
   NodeState& state_;

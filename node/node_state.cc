@@ -89,21 +89,39 @@ Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::t
     // kubelet was in the middle of, so waiting must not.
     wait_for_candidate(lock, devices, deadline);
     auto found = matcher_.peek(devices);
-    if (found && check_) {
-      // The watch may be behind the API server (a pod deleted, finished,
-      // rejected by kubelet, its record changed): ask before answering.
-      const uint64_t seen = pods_version_;
+    // Asks the API server about a pod (the lock released meanwhile),
+    // retrying an unknown answer until the deadline.
+    auto confirm = [&](const Assignment& a) {
       CheckPod check = check_;
       PodCheck checked;
       do {
         lock.unlock();
-        checked = check(*found);
+        checked = check(a);
         lock.lock();
         if (!checked.settled && std::chrono::steady_clock::now() < deadline && !stopped_) {
           changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(200)),
                               [&] { return stopped_; });
         }
       } while (!checked.settled && std::chrono::steady_clock::now() < deadline && !stopped_);
+      return checked;
+    };
+    if (!found && check_) {
+      // The turn is a pod whose record cannot serve: refused, unless the
+      // watch is behind and that pod is gone (deleted, finished, rejected by
+      // kubelet before its Allocate) — then the turn is the next pod's.
+      if (auto turn = matcher_.unservable_turn(devices)) {
+        const PodCheck alive = confirm(Assignment{turn->first, turn->second, "", {}});
+        if (alive.settled && !alive.status.ok()) {
+          matcher_.exclude(turn->first);
+          continue;
+        }
+      }
+    }
+    if (found && check_) {
+      // The watch may be behind the API server (a pod deleted, finished,
+      // rejected by kubelet, its record changed): ask before answering.
+      const uint64_t seen = pods_version_;
+      const PodCheck checked = confirm(*found);
       if (!checked.settled) {
         matcher_.end_admission();  // kubelet fails the pod: its admission is over
         persist_locked();

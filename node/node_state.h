@@ -59,6 +59,9 @@ class NodeState {
     Status status;
     bool settled = true;  // false: the read failed, the answer is unknown
   };
+  // Confirms with the API server that the pod still waits here with this
+  // container's cards; an Assignment without a container asks only whether
+  // the pod still waits here (a pod whose record cannot serve).
   using CheckPod = std::function<PodCheck(const Assignment&)>;
   void set_pod_check(CheckPod check);
   // What allocate would answer (GetPreferredAllocation), waiting for the

@@ -226,6 +226,7 @@ node::NodeState::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
   if (pod->node_name != options_.node_name) return gone("is not bound to this node");
   if (pod->terminal()) return gone("has finished (phase " + pod->phase + "): kubelet rejected or ended it");
   if (pod->meta.deleting) return gone("is being deleted");
+  if (a.container.empty()) return node::NodeState::PodCheck{Status::Ok(), true};  // only: does it still wait here
   node::RecordRules rules;
   rules.resource = options_.names.gpu;
   rules.names = options_.names;

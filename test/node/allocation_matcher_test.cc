@@ -178,18 +178,70 @@ TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsSeenTogetherAreRefusedN
   EXPECT_EQ(b->pod_key, "default/y");
 }
 
-TEST(AllocationMatcher, APodWithoutAUsableRecordIsNamedNeverServed) {
-  AllocationMatcher m;
+WaitingPod unusable(const std::string& name, uint64_t arrival, const std::string& why) {
   WaitingPod bad;
-  bad.uid = "uid-bad";
-  bad.key = "default/bad";
+  bad.uid = "uid-" + name;
+  bad.key = "team-b/" + name;
+  bad.creation_timestamp = "2026-01-01T00:00:00Z";
+  bad.arrival = arrival;
   bad.containers = {ctr("c", 1)};
-  bad.cards = Error{"annotation fracpack.io/allocation: expected a JSON object"};
-  m.set_pods({bad});
-  EXPECT_TRUE(m.lacks_candidate(1));
+  bad.cards = Error{why};
+  return bad;
+}
+
+TEST(AllocationMatcher, APodWithoutAUsableRecordIsRefusedInItsTurnNamedNeverServed) {
+  AllocationMatcher m;
+  m.set_pods({unusable("bad", 1, "annotation fracpack.io/allocation: expected a JSON object")});
+  EXPECT_FALSE(m.lacks_candidate(1)) << "its turn: refused at once, not waited on";
   auto a = m.allocate(1);
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.message().find("default/bad (annotation fracpack.io/allocation: expected a JSON object)"), std::string::npos) << a.message();
+  EXPECT_NE(a.message().find("kubelet is admitting the pod bound to this node first"), std::string::npos) << a.message();
+  EXPECT_NE(a.message().find("annotation fracpack.io/allocation: expected a JSON object"), std::string::npos) << a.message();
+  // kubelet fails it; until its status says so it still looks waiting,
+  // and is passed over.
+  EXPECT_TRUE(m.lacks_candidate(1));
+}
+
+// Found on a real kubelet (issue 31): a tenant's pod created on the node
+// with a forged record (no webhook), then a fracpack pod bound there.
+// kubelet's Allocate for the tenant's pod came before the agent's watch
+// showed the fracpack pod; the agent waited for a candidate, took the
+// fracpack pod when it appeared, and served its cards to the tenant's
+// container; the fracpack pod's own Allocate was then refused.
+TEST(AllocationMatcher, AnUnservablePodsTurnIsNeverAnsweredWithTheNextPodsCards) {
+  AllocationMatcher m;
+  const WaitingPod thief = unusable("thief", 1, "annotation fracpack.io/allocation is not fracpack's");
+  m.set_pods({thief});
+  auto a = m.allocate(1);  // the thief's Allocate
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.message().find("its allocation record cannot serve: annotation fracpack.io/allocation is not fracpack's"), std::string::npos)
+      << a.message();
+  EXPECT_EQ(a.message().find("team-b/thief"), std::string::npos) << "names no pod (kubelet may show it to another's): " << a.message();
+  // The fracpack pod is bound next (the thief's failed status not seen yet).
+  WaitingPod mine = pod("mine", "2026-01-01T00:00:05Z", {{ctr("c", 1), {share(2, 1024, 100)}}});
+  mine.arrival = 2;
+  m.set_pods({thief, mine});
+  auto b = m.allocate(1);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->pod_key, "default/mine");
+  EXPECT_EQ(b->cards[0].index, 2);
+  // Both waiting, the thief bound first: its turn comes first.
+  AllocationMatcher n;
+  n.set_pods({thief, mine});
+  auto c = n.allocate(1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.message().find("kubelet is admitting the pod bound to this node first"), std::string::npos) << c.message();
+  auto d = n.allocate(1);
+  ASSERT_TRUE(d.ok()) << d.message();
+  EXPECT_EQ(d->pod_key, "default/mine");
+  // Seen together with a servable pod: no order, refused, nobody served.
+  AllocationMatcher o;
+  WaitingPod together = thief;
+  together.arrival = 2;
+  o.set_pods({together, mine});
+  auto e = o.allocate(1);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.message().find("cannot tell which pod kubelet is admitting"), std::string::npos) << e.message();
 }
 
 TEST(AllocationMatcher, ARefusalEndsThePodsAdmission) {

@@ -189,6 +189,47 @@ TEST(NodeState, APodKubeletRejectedHalfwayIsNotContinued) {
   EXPECT_EQ(second->pod_key, "default/next");
 }
 
+// A pod whose record cannot serve (a tenant's forged one) takes its turn
+// and is refused — unless the API server says it no longer waits (deleted,
+// or rejected by kubelet before its Allocate): then the turn is the next
+// pod's, which the stale pod must not block.
+TEST(NodeState, AnUnservablePodIsRefusedInItsTurnUnlessItNoLongerWaits) {
+  NodeState state;
+  state.set_devices(two_cards());
+  std::vector<std::string> asked;
+  state.set_pod_check([&](const Assignment& a) {
+    asked.push_back(a.pod_key + (a.container.empty() ? " (alive?)" : ""));
+    return NodeState::PodCheck{Status::Ok(), true};
+  });
+  WaitingPod forged = one("forged", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500});
+  forged.key = "team-b/forged";
+  forged.cards = Error{"annotation fracpack.io/allocation is not fracpack's"};
+  WaitingPod next = one("next", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500});
+  forged.arrival = 1;
+  next.arrival = 2;
+  state.set_pods({forged, next});
+  auto refused = state.allocate(1, Clock::now() + 1s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("is not fracpack's"), std::string::npos) << refused.message();
+  EXPECT_EQ(refused.message().find("team-b/forged"), std::string::npos) << "names no pod: " << refused.message();
+  EXPECT_EQ(asked, (std::vector<std::string>{"team-b/forged (alive?)"}));
+  // The same pods on another node state, the forged pod gone at the API
+  // server (the watch behind).
+  asked.clear();
+  NodeState fresh;
+  fresh.set_devices(two_cards());
+  fresh.set_pod_check([&](const Assignment& a) {
+    asked.push_back(a.pod_key + (a.container.empty() ? " (alive?)" : ""));
+    if (a.pod_uid == "uid-forged") return NodeState::PodCheck{Error{"pod team-b/forged no longer exists"}, true};
+    return NodeState::PodCheck{Status::Ok(), true};
+  });
+  fresh.set_pods({forged, next});
+  auto served = fresh.allocate(1, Clock::now() + 1s);
+  ASSERT_TRUE(served.ok()) << served.message();
+  EXPECT_EQ(served->pod_key, "default/next");
+  EXPECT_EQ(asked, (std::vector<std::string>{"team-b/forged (alive?)", "default/next"}));
+}
+
 TEST(NodeState, AnAllocateThatCannotBeConfirmedIsRefusedAtItsDeadline) {
   NodeState state;
   state.set_devices(two_cards());

@@ -22,6 +22,7 @@ class KubeletDouble::Registration final : public v1beta1::Registration::Service 
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid extended resource name: " + r);
     }
     std::lock_guard lock(k_.mu_);
+    if (k_.stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused (kubelet stopped)");
     k_.endpoint_ = req->endpoint();
     k_.resource_ = r;
     k_.preferred_available_ = req->options().get_preferred_allocation_available();
@@ -220,6 +221,10 @@ void KubeletDouble::remove_pod(const std::string& pod_uid) {
 void KubeletDouble::restart() {
   std::lock_guard dial(dial_mu_);
   stop_stream();
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = false;
+  }
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
@@ -239,6 +244,18 @@ void KubeletDouble::restart() {
     if (f.filename() != "kubelet_internal_checkpoint") std::filesystem::remove(f, ec);
   }
   serve();
+}
+
+void KubeletDouble::stop() {
+  std::lock_guard dial(dial_mu_);
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;  // registrations refused from now on
+    channel_.reset();
+    devices_.clear();
+    resource_.clear();
+  }
+  stop_stream();
 }
 
 int KubeletDouble::registrations() const {

@@ -63,7 +63,12 @@ class KubeletDouble {
   Result<std::vector<Admitted>> admit(const std::string& pod_uid, const std::vector<Container>& containers);
   // The pod is gone: its IDs are free again.
   void remove_pod(const std::string& pod_uid);
+  // kubelet restarting: its directory wiped, its socket served afresh.
   void restart();
+  // kubelet stopped: the plugin's stream ends and registrations are refused
+  // (kubelet's socket stays behind; connecting to it is refused); restart()
+  // brings it back.
+  void stop();
 
   int registrations() const;
   int list_messages() const;
@@ -92,6 +97,7 @@ class KubeletDouble {
   std::mutex dial_mu_;    // the worker's dial-back and restart() take turns with the stream
   bool pending_ = false;  // a registration to dial back
   bool stopping_ = false;
+  bool stopped_ = false;  // stop(): registrations refused
   std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<grpc::ClientContext> stream_ctx_;
   std::thread stream_thread_;
