@@ -40,6 +40,10 @@ options:
                        (config: security.signingKey; required against an API server)
   --verify-keys LIST   public keys (PEM files or folders, comma-separated) whose
                        signatures are accepted beside the signing key's (config: security.verifyKeys)
+  --admission-listen ADDR:PORT
+                       serve the validating admission webhook there, over TLS (config: admission.listen)
+  --admission-cert FILE, --admission-key FILE
+                       the webhook's certificate and key, PEM (config: admission.certFile, keyFile)
   --log-level LEVEL    debug, info, warn, error (default info)
   --log-format FORMAT  json or logfmt (default json)
   --check-config       validate the configuration and flags, then exit (0 valid, 1 not)
@@ -50,7 +54,7 @@ options:
 int cmd_serve(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
                           {"config", "listen", "url-prefix", "metrics-listen", "kubeconfig", "snapshot", "policy", "profile", "tls-cert", "tls-key", "tls-client-ca",
-                           "signing-key", "verify-keys", "log-level", "log-format"},
+                           "signing-key", "verify-keys", "admission-listen", "admission-cert", "admission-key", "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
@@ -80,6 +84,9 @@ int cmd_serve(const std::vector<std::string>& argv) {
   if (auto v = args->get("tls-client-ca")) c.tls.client_ca_file = *v;
   if (auto v = args->get("signing-key")) c.security.signing_key = *v;
   if (auto v = args->get("verify-keys")) c.security.verify_keys = split_list(*v);
+  if (auto v = args->get("admission-listen")) c.admission.listen = *v;
+  if (auto v = args->get("admission-cert")) c.admission.cert_file = *v;
+  if (auto v = args->get("admission-key")) c.admission.key_file = *v;
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());

@@ -525,6 +525,9 @@ int FakeApiServer::open_watches() const {
 TestCertificate make_test_certificate(const std::string& cn) {
   EVP_PKEY* key = EVP_RSA_gen(2048);
   X509* x = X509_new();
+  // Version 3: a version 1 certificate carries no extensions, and Go's TLS
+  // (kube-apiserver calling the webhook) then finds no subjectAltName.
+  X509_set_version(x, 2);
   ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
   X509_gmtime_adj(X509_getm_notBefore(x), -3600);
   X509_gmtime_adj(X509_getm_notAfter(x), 3600L * 24 * 365 * 10);
