@@ -15,12 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "k8s/auth.h"
 #include "test/support/fake_apiserver.h"
 #include "test/support/record_keys.h"
+#include "test/support/testlib.h"
 
 extern char** environ;
 
@@ -64,11 +64,19 @@ std::string capture(const std::string& command) {
   return out;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string slurp(const std::string& path) { return testing::read_file(path).value_or(""); }
+
+// GET `path` of a component on loopback over plain HTTP (health, metrics):
+// the body when it answered 200.
+std::optional<std::string> local_get(const std::string& host_port, const std::string& path,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  k8s::ClientConfig c;
+  c.endpoint = *k8s::Endpoint::parse("http://" + host_port);
+  c.request_timeout = timeout;
+  k8s::ApiClient client(c);
+  auto r = client.request("GET", path);
+  if (!r || r->status != 200) return std::nullopt;
+  return r->body;
 }
 
 void write(const std::string& path, const std::string& text, mode_t mode = 0644) {
@@ -356,8 +364,8 @@ Result<json> RealCluster::create(const json& object, As as) {
   return json::parse(r->body);
 }
 
-std::vector<json> RealCluster::pods(const std::string& ns) {
-  auto l = get("/api/v1/namespaces/" + ns + "/pods");
+std::vector<json> RealCluster::items(const std::string& path) {
+  auto l = get(path);
   std::vector<json> out;
   if (l) {
     for (const auto& i : (*l)["items"]) out.push_back(i);
@@ -365,14 +373,9 @@ std::vector<json> RealCluster::pods(const std::string& ns) {
   return out;
 }
 
-std::vector<json> RealCluster::events(const std::string& ns) {
-  auto l = get("/api/v1/namespaces/" + ns + "/events");
-  std::vector<json> out;
-  if (l) {
-    for (const auto& i : (*l)["items"]) out.push_back(i);
-  }
-  return out;
-}
+std::vector<json> RealCluster::pods(const std::string& ns) { return items("/api/v1/namespaces/" + ns + "/pods"); }
+
+std::vector<json> RealCluster::events(const std::string& ns) { return items("/api/v1/namespaces/" + ns + "/events"); }
 
 std::optional<json> RealCluster::pod(const std::string& ns, const std::string& name) {
   auto p = get("/api/v1/namespaces/" + ns + "/pods/" + name);
@@ -392,20 +395,10 @@ std::string RealCluster::log(const std::string& ns, const std::string& pod, cons
 }
 
 std::string RealCluster::fracpack_metrics() {
-  k8s::ClientConfig c;
-  c.endpoint = *k8s::Endpoint::parse("http://127.0.0.1:" + std::to_string(fracpack_metrics_port()));
-  k8s::ApiClient client(c);
-  auto r = client.request("GET", "/metrics");
-  return r && r->status == 200 ? r->body : std::string();
+  return local_get("127.0.0.1:" + std::to_string(fracpack_metrics_port()), "/metrics").value_or("");
 }
 
-std::string RealCluster::agent_metrics() {
-  k8s::ClientConfig c;
-  c.endpoint = *k8s::Endpoint::parse("http://127.0.0.1:18890");
-  k8s::ApiClient client(c);
-  auto r = client.request("GET", "/metrics");
-  return r && r->status == 200 ? r->body : std::string();
-}
+std::string RealCluster::agent_metrics() { return local_get("127.0.0.1:18890", "/metrics").value_or(""); }
 
 // --- bring-up ---
 
@@ -469,12 +462,8 @@ Status RealCluster::start_etcd() {
     return s;
   }
   return wait_ready("etcd", [] {
-    k8s::ClientConfig c;
-    c.endpoint = *k8s::Endpoint::parse("http://127.0.0.1:12379");
-    c.request_timeout = 1s;
-    k8s::ApiClient client(c);
-    auto r = client.request("GET", "/health");
-    return r && r->status == 200 && r->body.find("\"true\"") != std::string::npos;
+    auto health = local_get("127.0.0.1:12379", "/health", 1s);
+    return health && health->find("\"true\"") != std::string::npos;
   }, 30s);
 }
 
@@ -626,14 +615,7 @@ Status RealCluster::start_fracpack(int replica) {
                                    "--admission-key", dir_ + "/webhook.key", "--log-format", "logfmt"};
   const std::string name = first ? "fracpack" : "fracpack-2";
   if (Status s = spawn(name, argv); !s.ok()) return s;
-  return wait_ready(name, [&] {
-    k8s::ClientConfig c;
-    c.endpoint = *k8s::Endpoint::parse("http://127.0.0.1:" + std::to_string(metrics));
-    c.request_timeout = 1s;
-    k8s::ApiClient client(c);
-    auto r = client.request("GET", "/readyz");
-    return r && r->status == 200;
-  }, 60s);
+  return wait_ready(name, [&] { return local_get("127.0.0.1:" + std::to_string(metrics), "/readyz", 1s).has_value(); }, 60s);
 }
 
 Status RealCluster::start_scheduler(int replica, bool ha) {
@@ -686,14 +668,7 @@ Status RealCluster::start_scheduler(int replica, bool ha) {
       !s.ok()) {
     return s;
   }
-  return wait_ready(name, [health] {
-    k8s::ClientConfig cc;
-    cc.endpoint = *k8s::Endpoint::parse("http://" + health);
-    cc.request_timeout = 1s;
-    k8s::ApiClient client(cc);
-    auto r = client.request("GET", "/healthz");
-    return r && r->status == 200;
-  }, 30s);
+  return wait_ready(name, [health] { return local_get(health, "/healthz", 1s).has_value(); }, 30s);
 }
 
 Status RealCluster::start_containerd() {

@@ -83,6 +83,8 @@ class RealCluster {
   Result<nlohmann::json> get(const std::string& path);
   // Creates `object` (JSON) in its collection; the stored object or the API server's refusal.
   Result<nlohmann::json> create(const nlohmann::json& object, As as = As::kAdmin);
+  // The items of a list at `path` (none when it cannot be read).
+  std::vector<nlohmann::json> items(const std::string& path);
   std::vector<nlohmann::json> pods(const std::string& ns);
   std::vector<nlohmann::json> events(const std::string& ns);
   std::optional<nlohmann::json> pod(const std::string& ns, const std::string& name);

@@ -346,15 +346,20 @@ TEST(ExtenderBind, FilterRunsWhileBindsHappen) {
   });
 }
 
+// A pod bound to `node` holding `cores` percent of card 0 (its record, unsigned).
+std::string bound_on_card0(const std::string& name, int cores, int priority, const std::string& node) {
+  json p = json::parse(gpu_pod(name, "u-" + name, cores, 0, 1, {}, priority, node));
+  scheduling::Allocation a;
+  a.node = node;
+  a.containers.push_back({"main", false, {scheduling::CardShare{0, "", 0, cores * 10}}});
+  p["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
+  return p.dump();
+}
+
 TEST(ExtenderPreempt, ChoosesTheFewestLowestPriorityVictimsThatFreeACard) {
   std::vector<std::string> objects = {node_object("solo", 1), node_object("other", 1)};
   auto bound = [&](const std::string& name, int cores, int priority, const std::string& node) {
-    json p = json::parse(gpu_pod(name, "u-" + name, cores, 0, 1, {}, priority, node));
-    scheduling::Allocation a;
-    a.node = node;
-    a.containers.push_back({"main", false, {scheduling::CardShare{0, "", 0, cores * 10}}});
-    p["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
-    objects.push_back(p.dump());
+    objects.push_back(bound_on_card0(name, cores, priority, node));
   };
   bound("low-small", 20, 1, "solo");
   bound("low-big", 40, 1, "solo");
@@ -390,12 +395,7 @@ TEST(ExtenderPreempt, ChoosesTheFewestLowestPriorityVictimsThatFreeACard) {
 TEST(ExtenderPreempt, ChoosesVictimsItselfWhereKubeSchedulerProposesNoneAndNeverAnswersZero) {
   std::vector<std::string> objects = {node_object("full", 1), node_object("free", 1)};
   auto bound = [&](const std::string& name, int cores, int priority, const std::string& node) {
-    json p = json::parse(gpu_pod(name, "u-" + name, cores, 0, 1, {}, priority, node));
-    scheduling::Allocation a;
-    a.node = node;
-    a.containers.push_back({"main", false, {scheduling::CardShare{0, "", 0, cores * 10}}});
-    p["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
-    objects.push_back(p.dump());
+    objects.push_back(bound_on_card0(name, cores, priority, node));
   };
   bound("low", 60, 1, "full");
   bound("peer", 40, 1000, "full");  // as important as the preemptor: never a victim
