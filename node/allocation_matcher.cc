@@ -131,10 +131,11 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   for (const WaitingPod* c : candidates) {
     if (arrival(c) == first) earliest.push_back(c);
   }
-  auto ambiguous = [&asked](const std::vector<const WaitingPod*>& pods, const std::string& how) -> Error {
-    std::string why = "cannot tell which pod kubelet is admitting: pods";
-    for (const WaitingPod* x : pods) why += " " + x->key;
-    return Error{why + how + " each wait for a container asking " + asked + " on different cards"};
+  // kubelet shows the refusal on the pod it admits, whoever's it is: the
+  // message counts the pods and names none (they may be other teams').
+  auto ambiguous = [&asked](size_t pods, const std::string& how) -> Error {
+    return Error{"cannot tell which pod kubelet is admitting: " + std::to_string(pods) + " pods" + how + " each wait for a container asking " +
+                 asked + " on different cards"};
   };
   if (earliest.size() == 1 && !earliest.front()->cards) {
     if (refused_uid != nullptr) *refused_uid = earliest.front()->uid;
@@ -144,7 +145,7 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
                  ", and its allocation record cannot serve: " + earliest.front()->cards.message()};
   }
   for (const WaitingPod* c : earliest) {
-    if (!equivalent(*earliest.front(), 0, *c, 0)) return ambiguous(earliest, " were seen bound together and");
+    if (!equivalent(*earliest.front(), 0, *c, 0)) return ambiguous(earliest.size(), " were seen bound together and");
   }
   // kubelet takes pods that reach it together (its own relist) oldest
   // first: a later-bound pod that is older, on other cards, could be the
@@ -152,7 +153,7 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   const WaitingPod* chosen = earliest.front();
   for (const WaitingPod* c : candidates) {
     if (c->creation_timestamp < chosen->creation_timestamp && !equivalent(*chosen, 0, *c, 0)) {
-      return ambiguous({chosen, c}, " (bound in the other order than created) both");
+      return ambiguous(2, " (bound in the other order than created)");
     }
   }
   return std::make_pair(chosen, size_t{0});

@@ -279,6 +279,18 @@ TEST_F(Real, D_ATenantCannotTakeSquatOrFreeACardWithTheWebhookOrWithout) {
   EXPECT_EQ(patched->status, 403) << patched->body;
   EXPECT_NE(patched->body.find("leave it as it is"), std::string::npos) << patched->body;
 
+  // The bind fence's marker pod is not hers to write (to stall or spoil the
+  // fence) nor to read, and neither are other namespaces' pods.
+  const std::string touch = json{{"metadata", {{"annotations", {{"fracpack.io/bind-fence", "x"}}}}}}.dump();
+  auto marker = cluster().request("PATCH", "/api/v1/namespaces/fracpack-system/pods/fracpack-bind-fence", touch, As::kAlice,
+                                  "application/merge-patch+json");
+  ASSERT_TRUE(marker);
+  EXPECT_EQ(marker->status, 403) << marker->body;
+  for (const char* path : {"/api/v1/namespaces/fracpack-system/pods", "/api/v1/namespaces/default/pods", "/api/v1/pods"}) {
+    auto seen = cluster().request("GET", path, "", As::kAlice);
+    ASSERT_TRUE(seen);
+    EXPECT_EQ(seen->status, 403) << path << ": " << seen->body.substr(0, 200);
+  }
   // Without the webhook (removed, or down with failurePolicy Ignore): the
   // signed records hold. The forged pod is created, and never served.
   ASSERT_TRUE(cluster().set_webhook(false).ok());
