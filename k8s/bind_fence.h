@@ -38,7 +38,7 @@
 //      cluster a bind waits (3 s blocks, 504 "Too large resource version")
 //      past its deadline. Kept for clusters whose pods never rest.
 //
-// ClusterState::catch_up then applies the bound pods the ledger lacks, as
+// Reservations::recheck (k8s/reservations.h) then applies the bound pods the ledger lacks, as
 // their watch events would, and re-checks the bind's reservation beside
 // them. Only resourceVersion strings the server gave are sent back; none is
 // compared or ordered here (kubernetes-protocol.md §4.6).

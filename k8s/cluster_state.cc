@@ -7,13 +7,10 @@
 
 namespace fracpack::k8s {
 
-using scheduling::Allocation;
-using scheduling::PodFacts;
 
 namespace {
 
 constexpr size_t kMaxProblems = 200;
-constexpr auto kTombstoneLife = std::chrono::minutes(10);
 // Deletions remembered for the bind fence: far longer than any read takes,
 // and bounded in count in a cluster that deletes thousands of pods a minute.
 constexpr auto kDeletedLife = std::chrono::minutes(5);
@@ -68,104 +65,6 @@ std::optional<Pod> ClusterState::pod_by_name(const std::string& ns, const std::s
   return it->second.pod;
 }
 
-// No expiry here: a reservation past its TTL may belong to a bound pod whose
-// watch event is late; only the reconciler, with the API server's word that
-// the pod is unbound, releases it (reconcile_assumptions). Found by the chaos
-// soak: expiring here let the next pod take a bound pod's cards.
-Status ClusterState::assume(const PodFacts& pod, Allocation allocation, scheduling::Clock::time_point now) {
-  std::unique_lock lock(mu_);
-  return builder_.ledger().assume(pod, std::move(allocation), now + options_.assume_ttl);
-}
-
-Result<Allocation> ClusterState::assume_chosen(const PodFacts& pod, const Chooser& choose, scheduling::Clock::time_point now) {
-  std::unique_lock lock(mu_);
-  auto chosen = choose(builder_.ledger());
-  if (!chosen) return chosen;
-  if (Status s = builder_.ledger().assume(pod, *chosen, now + options_.assume_ttl); !s.ok()) return Error{s.message()};
-  return chosen;
-}
-
-Result<ClusterState::CaughtUp> ClusterState::catch_up(const std::string& node, const std::vector<Pod>& fresh,
-                                                      const std::string& uid, const Chooser& choose) {
-  std::unique_lock lock(mu_);
-  scheduling::Ledger& ledger = builder_.ledger();
-  // What the API server has bound here that the ledger does not hold as
-  // bound: unknown pods, and pods held only by a reservation (this replica's
-  // bind whose Binding landed — or lost to another writer's, whose record
-  // is the one that counts).
-  std::vector<const Pod*> missing;
-  const Pod* mine_bound = nullptr;  // this very pod, already bound here
-  size_t unknown = 0;               // of `missing`: pods the ledger held nothing for, or other cards
-  for (const Pod& p : fresh) {
-    if (p.meta.uid.empty() || p.node_name != node || p.terminal()) continue;
-    const scheduling::PodRecord* r = ledger.pod(p.meta.uid);
-    if (r != nullptr && r->node == node && r->phase == scheduling::PodPhase::kConfirmed) continue;
-    if (deleted_.contains(p.meta.uid)) continue;  // the read predates a deletion the watch applied
-    if (p.meta.uid == uid) {
-      mine_bound = &p;
-      continue;
-    }
-    missing.push_back(&p);
-    const scheduling::NodeState* here_now = ledger.node(node);
-    const RecordedAllocation rec = contract_->recorded_allocation(p, here_now != nullptr ? &here_now->spec() : nullptr);
-    if (r == nullptr || r->node != node || rec.kind != RecordedAllocation::Kind::kAllocation ||
-        scheduling::charges_of(rec.allocation) != r->charges) {
-      ++unknown;
-    }
-  }
-  auto apply_missing = [&] {
-    for (const Pod* p : missing) apply_pod_locked(*p);
-    counters_.fence_caught_up += unknown;
-  };
-  const scheduling::PodRecord* mine = ledger.pod(uid);
-  if (mine == nullptr || mine->node != node) return Error{"its reservation on node " + node + " was released meanwhile"};
-  if (mine_bound != nullptr) {
-    // Bound here already (an earlier attempt's Binding landed, or another
-    // replica bound it): the API server's record is what it holds.
-    const scheduling::Allocation reserved = mine->allocation;
-    apply_missing();
-    apply_pod_locked(*mine_bound);
-    const scheduling::PodRecord* now = ledger.pod(uid);
-    if (now == nullptr) return Error{"pod is bound to " + node + " but its record could not be read"};
-    return CaughtUp{now->allocation, missing.size(), now->allocation != reserved};
-  }
-  if (mine->phase == scheduling::PodPhase::kConfirmed) return CaughtUp{mine->allocation, 0, false};
-  // Nothing new, and no card it holds over capacity: it stands as it is.
-  const scheduling::NodeState* here = ledger.node(node);
-  auto holds_overcommitted = [&] {
-    for (const auto& c : mine->charges) {
-      const int pos = here != nullptr ? here->position_of(c.index) : -1;
-      if (pos < 0 || here->use()[static_cast<size_t>(pos)].cores > scheduling::kCardMilli || here->free_memory(static_cast<size_t>(pos)) < 0) {
-        return true;
-      }
-    }
-    return false;
-  };
-  if (missing.empty() && !holds_overcommitted()) return CaughtUp{mine->allocation, 0, false};
-  // Judge the reservation beside the pods the watch has not delivered, and
-  // beside what other binds' fences applied since it was made (confirm()
-  // records a bound pod even where it over-commits a reservation): lift it,
-  // apply them, then put it back where it still fits.
-  const scheduling::PodRecord saved = *mine;
-  const PodFacts facts{saved.uid, saved.key, saved.cpu_milli, saved.memory_bytes};
-  ledger.forget(uid);
-  apply_missing();
-  const scheduling::NodeState* state = ledger.node(node);
-  if (state != nullptr && scheduling::allocation_fits(*state, saved.allocation).ok() &&
-      ledger.assume(facts, saved.allocation, saved.deadline).ok()) {
-    return CaughtUp{saved.allocation, missing.size(), false};
-  }
-  auto chosen = choose(ledger);
-  if (chosen) {
-    if (Status st = ledger.assume(facts, *chosen, saved.deadline); !st.ok()) chosen = Error{st.message()};
-  }
-  if (!chosen) {
-    bound_at_.erase(uid);
-    return Error{"node " + node + " holds pods bound by another scheduler that fracpack's watch had not delivered yet: " + chosen.message()};
-  }
-  return CaughtUp{std::move(*chosen), missing.size(), true};
-}
-
 void ClusterState::load_snapshot(const ObjectList& list) {
   std::unique_lock lock(mu_);
   for (const ConfigMap& c : list.config_maps) builder_.apply_config_map(c);
@@ -174,68 +73,6 @@ void ClusterState::load_snapshot(const ObjectList& list) {
   pods_synced_ = true;
   nodes_synced_ = true;
   config_maps_synced_ = true;
-}
-
-bool ClusterState::forget(const std::string& uid) {
-  std::unique_lock lock(mu_);
-  return drop_locked(uid);
-}
-
-bool ClusterState::drop_locked(const std::string& uid) {
-  bound_at_.erase(uid);
-  return builder_.ledger().forget(uid);
-}
-
-std::vector<ClusterState::Stale> ClusterState::stale_assumptions(scheduling::Clock::time_point now,
-                                                                std::chrono::milliseconds min_age) const {
-  std::shared_lock lock(mu_);
-  std::vector<Stale> out;
-  for (const auto& uid : builder_.ledger().assumed_pods()) {
-    const scheduling::PodRecord* r = builder_.ledger().pod(uid);
-    if (r == nullptr || r->deadline - options_.assume_ttl + min_age > now) continue;
-    const size_t slash = r->key.find('/');
-    out.push_back(Stale{uid, r->key.substr(0, slash), slash == std::string::npos ? r->key : r->key.substr(slash + 1), r->node,
-                        now >= r->deadline});
-  }
-  return out;
-}
-
-void ClusterState::note_reconciled(const std::string& uid) {
-  std::unique_lock lock(mu_);
-  if (drop_locked(uid)) ++counters_.reconciled_assumptions;
-}
-
-void ClusterState::note_expired(const std::string& uid) {
-  std::unique_lock lock(mu_);
-  const scheduling::PodRecord* r = builder_.ledger().pod(uid);
-  if (r == nullptr || r->phase != scheduling::PodPhase::kAssumed) return;
-  problem_locked("pod " + r->key, "assumed reservation on " + r->node + " expired: the pod is not bound");
-  if (drop_locked(uid)) ++counters_.expired_assumptions;
-}
-
-void ClusterState::note_gone(const std::string& uid) {
-  std::unique_lock lock(mu_);
-  if (drop_locked(uid)) ++counters_.reconciled_assumptions;
-  gone_[uid] = Tombstone{scheduling::Clock::now(), 0};
-}
-
-void ClusterState::note_bound(const std::string& uid, std::chrono::steady_clock::time_point when) {
-  std::unique_lock lock(mu_);
-  const scheduling::PodRecord* r = builder_.ledger().pod(uid);
-  if (r != nullptr && r->phase == scheduling::PodPhase::kAssumed) bound_at_[uid] = when;
-}
-
-size_t ClusterState::expire(scheduling::Clock::time_point now) {
-  std::unique_lock lock(mu_);
-  const auto gone = builder_.ledger().expire(now);
-  counters_.expired_assumptions += gone.size();
-  for (const auto& r : gone) bound_at_.erase(r.uid);
-  for (const auto& r : gone) problem_locked("pod " + r.key, "assumed reservation on " + r.node + " expired without confirmation");
-  // Tombstones outlive any event still in flight long before this.
-  for (auto it = gone_.begin(); it != gone_.end();) {
-    it = now - it->second.at > kTombstoneLife ? gone_.erase(it) : std::next(it);
-  }
-  return gone.size();
 }
 
 void ClusterState::problem_locked(std::string object, std::string message) {
@@ -330,10 +167,9 @@ ClusterState::PodEntry* ClusterState::apply_pod_locked(Pod incoming) {
     delete_pod_locked(incoming.meta.uid);
     return nullptr;
   }
-  if (auto t = gone_.find(incoming.meta.uid); t != gone_.end()) {
+  if (reservations_.tombstoned_locked(incoming.meta.uid, pod_listing_ ? pod_list_generation_ : 0)) {
     // Older than what proved it gone (a lagging watch, a stale list).
     ++counters_.stale_events;
-    t->second.listed = pod_listing_ ? pod_list_generation_ : 0;
     return nullptr;
   }
   auto [it, inserted] = pods_.try_emplace(incoming.meta.uid);
@@ -347,7 +183,7 @@ ClusterState::PodEntry* ClusterState::apply_pod_locked(Pod incoming) {
   if (pod.node_name.empty()) return &entry;  // pending: holds nothing (an assumed bind stays assumed)
   builder_.apply_bound_pod(pod);
   const scheduling::PodRecord* r = builder_.ledger().pod(uid);
-  if (r != nullptr && r->phase == scheduling::PodPhase::kConfirmed) bound_at_.erase(uid);
+  if (r != nullptr && r->phase == scheduling::PodPhase::kConfirmed) reservations_.confirmed_or_deleted_locked(uid);
   return &entry;
 }
 
@@ -360,8 +196,8 @@ void ClusterState::delete_pod_locked(const std::string& uid) {
     deleted_order_.pop_front();
   }
   builder_.remove_pod(uid);
-  bound_at_.erase(uid);
-  gone_.erase(uid);  // the informer has seen it go: nothing older can follow
+  reservations_.confirmed_or_deleted_locked(uid);
+  reservations_.forget_tombstone_locked(uid);  // the informer has seen it go: nothing older can follow
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   auto k = uid_by_key_.find(it->second.pod.key());
@@ -413,25 +249,8 @@ void ClusterState::end_pod_list() {
   // confirmed or expired (the list may predate the pod).
   for (const auto& uid : gone) delete_pod_locked(uid);
   counters_.relist_deletions += gone.size();
-  // A list without a tombstoned pod is past its deletion: the watch that
-  // follows cannot bring older events about it.
-  for (auto it = gone_.begin(); it != gone_.end();) {
-    it = it->second.listed != generation ? gone_.erase(it) : std::next(it);
-  }
   pod_listing_ = false;
-  if (pod_list_consistent_) {
-    // A quorum read started after a Binding succeeded shows the pod if it
-    // still exists: an assumed pod bound before it and absent is gone.
-    scheduling::Ledger& ledger = builder_.ledger();
-    for (const auto& uid : ledger.assumed_pods()) {
-      auto b = bound_at_.find(uid);
-      if (b != bound_at_.end() && b->second < pod_list_started_ && !listed(uid)) {
-        ledger.forget(uid);
-        bound_at_.erase(b);
-        ++counters_.reconciled_assumptions;
-      }
-    }
-  }
+  reservations_.pod_list_ended_locked(generation, pod_list_consistent_, pod_list_started_, listed);
   pods_synced_ = true;
 }
 

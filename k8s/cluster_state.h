@@ -18,8 +18,10 @@
 //                about it still in flight are ignored until the informer sees
 //                it go: a lagging watch must not resurrect it.
 //
-// The reservations of binds in flight, after kube-scheduler's internal
-// cache (assume -> confirm / forget / expire), are the ledger's (Ledger).
+// The reservations of binds in flight (the Assumed state, after
+// kube-scheduler's internal cache) have one home: k8s/reservations.h, which
+// draws every way in and out; they are kept in the ledger, under this
+// store's lock.
 #pragma once
 
 #include <chrono>
@@ -40,6 +42,7 @@
 #include "k8s/informer.h"
 #include "k8s/ledger_builder.h"
 #include "k8s/objects.h"
+#include "k8s/reservations.h"
 #include "scheduling/ledger.h"
 #include "scheduling/workload.h"
 
@@ -142,59 +145,9 @@ class ClusterState {
   // Standalone mode: the state is a snapshot's (nodes, pods), complete.
   void load_snapshot(const ObjectList& list);
 
-  // --- the bind path: reserve, then confirm (via the watch) or forget ---
-  Status assume(const scheduling::PodFacts& pod, scheduling::Allocation allocation, scheduling::Clock::time_point now);
-  // Chooses and reserves in one step under the write lock, so two binds
-  // never choose the same capacity: `choose` sees the ledger as it is and
-  // returns the allocation (or why there is none).
-  using Chooser = std::function<Result<scheduling::Allocation>(const scheduling::Ledger&)>;
-  Result<scheduling::Allocation> assume_chosen(const scheduling::PodFacts& pod, const Chooser& choose,
-                                               scheduling::Clock::time_point now);
-  // The bind fence (k8s/bind_fence.h): `fresh` are the pods the API server
-  // has bound to `node`, read after the bind of `uid` arrived. The bound
-  // pods the ledger does not hold there (the watch has not delivered them:
-  // another writer's binds) are applied as their watch events would be —
-  // except pods the informer has already seen deleted — and the assumed
-  // reservation of `uid` is checked beside them: kept when it still fits,
-  // otherwise chosen again with `choose` (or released, with why). Returns
-  // what `uid` holds now.
-  struct CaughtUp {
-    scheduling::Allocation allocation;
-    size_t applied = 0;     // pods the watch had not delivered yet
-    bool rechosen = false;  // the reservation moved to other cards
-  };
-  Result<CaughtUp> catch_up(const std::string& node, const std::vector<Pod>& fresh, const std::string& uid, const Chooser& choose);
-  bool forget(const std::string& uid);
-  // The API server accepted the pod's Binding (at `when`): a consistent list
-  // started later that lacks the pod proves it gone.
-  void note_bound(const std::string& uid, std::chrono::steady_clock::time_point when = std::chrono::steady_clock::now());
-  // Drops every assumed reservation past its TTL, bound or not; returns how
-  // many. Blind: for tests and offline tools. `serve` releases a reservation
-  // past its TTL only when the API server shows the pod unbound
-  // (reconcile_assumptions, then note_expired): a bound pod's watch event may
-  // simply be late.
-  size_t expire(scheduling::Clock::time_point now);
-
-  // Assumed pods reserved at least `min_age` ago and not yet confirmed.
-  struct Stale {
-    std::string uid;
-    std::string namespace_name;
-    std::string name;
-    std::string node;  // where it is assumed
-    bool past_ttl = false;  // its assume TTL has run out
-  };
-  std::vector<Stale> stale_assumptions(scheduling::Clock::time_point now, std::chrono::milliseconds min_age) const;
-  // The API server says this assumed pod is no longer bound here (bound
-  // elsewhere): its reservation is dropped.
-  void note_reconciled(const std::string& uid);
-  // Past its TTL and the API server shows the pod unbound: the Binding never
-  // took effect; its reservation is dropped (counted as expired).
-  void note_expired(const std::string& uid);
-  // The API server says this pod UID is gone (404, the name now holds
-  // another UID, or it finished): its reservation is dropped, and until the
-  // informer itself sees it go, older events still in flight about it are
-  // ignored; they would resurrect it, with nothing left to remove it.
-  void note_gone(const std::string& uid);
+  // --- the bind path: the reservations of binds in flight (k8s/reservations.h) ---
+  Reservations& reservations() { return reservations_; }
+  const Reservations& reservations() const { return reservations_; }
 
   // Cards whose records sum past the card (two writers placed on it, or a
   // late Binding of an old leader), with the pods holding them. They take
@@ -211,15 +164,15 @@ class ClusterState {
   scheduling::ShapeCounts observed_shapes() const;
 
   const Contract& contract() const { return *contract_; }
-  // Per node, the pod its agent's lock names (Contract::node_held_by; ""
+  // Per node, the pod its agent's lock names (Contract::node_lock; ""
   // none); empty when no node is held.
   std::vector<std::string> held_by(const std::vector<std::string_view>& nodes) const;
   // Whether any node lock is held now (held_by would name someone).
   bool any_held() const;
   const Selection& selection() const { return contract_->selection(); }
-  std::chrono::milliseconds assume_ttl() const { return options_.assume_ttl; }
 
  private:
+  friend class Reservations;  // the Assumed state machine, under mu_
   struct PodEntry {
     Pod pod;
     uint64_t listed = 0;  // generation of the last list that contained it
@@ -228,7 +181,6 @@ class ClusterState {
   // All below hold mu_ exclusively.
   // Returns the stored entry (null when the pod holds no place in the store).
   PodEntry* apply_pod_locked(Pod pod);
-  bool drop_locked(const std::string& uid);  // an assumed reservation and its Binding time; false if none
   void delete_pod_locked(const std::string& uid);
   void apply_node_locked(const Node& node);
   // A listed or watched ConfigMap of the contract, applied or deleted.
@@ -245,12 +197,6 @@ class ClusterState {
   std::unordered_map<std::string, PodEntry> pods_;             // by UID
   std::unordered_map<std::string, std::string> uid_by_key_;   // namespace/name -> UID
   std::map<std::string, Node> nodes_;                          // by name
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> bound_at_;  // assumed pods whose Binding succeeded
-  struct Tombstone {
-    scheduling::Clock::time_point at;
-    uint64_t listed = 0;  // generation of the last list that still contained it (a stale list)
-  };
-  std::unordered_map<std::string, Tombstone> gone_;  // UIDs proven deleted, until the informer agrees
   // UIDs the informer saw deleted lately (oldest first), so a read that
   // predates a deletion the watch already applied cannot bring a pod back.
   std::deque<std::pair<scheduling::Clock::time_point, std::string>> deleted_order_;
@@ -270,6 +216,7 @@ class ClusterState {
   bool config_maps_synced_ = false;
   std::set<std::string> config_maps_;         // "namespace/name" applied
   std::set<std::string> listed_config_maps_;  // seen by the list in progress
+  Reservations reservations_{*this, options_.assume_ttl};
 };
 
 }  // namespace fracpack::k8s

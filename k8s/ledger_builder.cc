@@ -1,5 +1,7 @@
 #include "k8s/ledger_builder.h"
 
+#include "k8s/node_lock.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -39,7 +41,8 @@ void LedgerBuilder::apply_node(const Node& node) {
     problems_("node ?", "node without a name");
     return;
   }
-  if (std::string holder = contract_.node_held_by(node, std::chrono::system_clock::now()); !holder.empty()) {
+  const NodeLock* lock = contract_.node_lock();
+  if (std::string holder = lock != nullptr ? lock->held_by(node, std::chrono::system_clock::now()) : std::string(); !holder.empty()) {
     held_by_[name] = std::move(holder);
   } else {
     held_by_.erase(name);

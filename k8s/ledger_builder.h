@@ -93,7 +93,7 @@ class LedgerBuilder {
   // Told when a node starts (reason) or stops ("") being excluded.
   void on_left_alone(std::function<void(const std::string& node, const std::string& reason)> fn) { left_alone_ = std::move(fn); }
   void delete_node(const std::string& name);
-  // Contract::node_held_by of the node when it was last seen ("" none).
+  // Who the contract's node lock (Contract::node_lock) named when the node was last seen ("" none).
   std::string held_by(std::string_view node) const;
   bool any_held() const { return !held_by_.empty(); }
   // A ConfigMap the contract reads beside its nodes (Contract::

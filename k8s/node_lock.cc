@@ -121,4 +121,12 @@ void NodeLock::release(ApiClient& client, const BindTarget& t) const {
   }
 }
 
+std::string NodeLock::held_by(const Node& node, std::chrono::system_clock::time_point now) const {
+  const std::string* lock = node.meta.annotation(options_.annotation);
+  if (lock == nullptr) return {};
+  auto v = parse_node_lock(*lock);
+  if (!v || v->name.empty() || now - v->at > options_.expire) return {};
+  return v->namespace_name + "/" + v->name;
+}
+
 }  // namespace fracpack::k8s

@@ -23,6 +23,7 @@
 
 #include "k8s/api_client.h"
 #include "k8s/binding.h"
+#include "k8s/objects.h"
 #include "scheduling/result.h"
 
 namespace fracpack::k8s {
@@ -30,6 +31,9 @@ namespace fracpack::k8s {
 struct NodeLockOptions {
   std::string annotation = "hami.io/mutex.lock";
   std::chrono::milliseconds expire{std::chrono::minutes(5)};
+  // Whether fracpack's binds take it (the hami profile's nodeLock). Either
+  // way a lock someone else holds ranks its node last.
+  bool taken_by_binds = true;
   std::chrono::milliseconds poll{20};  // while another pod holds it
 };
 
@@ -49,6 +53,9 @@ class NodeLock {
   Status acquire(ApiClient& client, const BindTarget& target, std::chrono::steady_clock::time_point deadline) const;
   // Releases it if the lock still names the target pod (HAMi's owner check).
   void release(ApiClient& client, const BindTarget& target) const;
+  // The pod ("namespace/name") the node's lock names at `now`, unless it is
+  // older than `expire`; "" when none.
+  std::string held_by(const Node& node, std::chrono::system_clock::time_point now) const;
 
   const NodeLockOptions& options() const { return options_; }
 

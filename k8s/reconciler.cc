@@ -13,7 +13,7 @@ namespace fracpack::k8s {
 size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono::milliseconds min_age) {
   size_t resolved = 0;
   bool answering = true;  // no GET of this pass has failed three times
-  for (const auto& s : state.stale_assumptions(scheduling::Clock::now(), min_age)) {
+  for (const auto& s : state.reservations().stale(scheduling::Clock::now(), min_age)) {
     auto get = [&] { return client.request("GET", "/api/v1/namespaces/" + s.namespace_name + "/pods/" + s.name); };
     auto r = get();
     auto failed = [&] { return !r || (r->status != 200 && r->status != 404); };
@@ -32,7 +32,7 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
     }
     if (!r) continue;  // cannot tell now; try again later
     if (r->status == 404) {
-      state.note_gone(s.uid);
+      state.reservations().settle(s.uid, Reservations::Settlement::kPodGone);
       ++resolved;
       continue;
     }
@@ -44,16 +44,16 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
     // remove it: confirmations come from the informer alone (a live, bound
     // pod is in its next event or list).
     if (pod->meta.uid != s.uid || pod->terminal()) {
-      state.note_gone(s.uid);
+      state.reservations().settle(s.uid, Reservations::Settlement::kPodGone);
       ++resolved;
     } else if (!pod->node_name.empty() && pod->node_name != s.node) {
-      state.note_reconciled(s.uid);
+      state.reservations().settle(s.uid, Reservations::Settlement::kBoundElsewhere);
       ++resolved;
     } else if (pod->node_name.empty() && s.past_ttl) {
       // Past its TTL and provably not bound: the Binding never took effect.
       // (Bound here but not yet confirmed: kept — releasing it would let
       // another pod take its cards while the watch lags.)
-      state.note_expired(s.uid);
+      state.reservations().settle(s.uid, Reservations::Settlement::kUnboundPastTtl);
       ++resolved;
     }
   }

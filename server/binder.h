@@ -1,11 +1,13 @@
-// The binder: where a placement chosen at bind is written. Two
+// The binder: where a placement chosen at bind is written (the transport of
+// a bind; what to write and what becomes of the reservation is the bind
+// service's, server/bind_service.h). Two
 // implementations: BindingWorkers (server/binding_workers.h) posts Bindings
 // to the API server, fenced; InMemoryBinder (server/memory_binder.h) applies
 // them to the standalone state.
 #pragma once
 
 #include <chrono>
-#include <functional>
+#include <memory>
 #include <vector>
 
 #include "k8s/binding.h"
@@ -27,13 +29,8 @@ class Binder {
     Status status = Status::Ok();
     bool pod_gone = false;
     bool outcome_unknown = false;  // the Binding may have been applied: keep the reservation
-    bool rechosen = false;         // the fence moved the reservation: `target` carries the new cards
+    bool moved = false;            // the fence moved the reservation: `target` carries the new cards
   };
-  // A recheck after the bind fence (k8s/bind_fence.h): `fresh` are the pods
-  // the API server has bound on the target node now; rewrites the target's
-  // record if the reservation had to move (and says so in `rechosen`), or
-  // says why the bind is refused.
-  using Recheck = std::function<Status(const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* rechosen)>;
   struct Job {
     k8s::BindTarget target;  // its annotations: the allocation record chosen on arrival
     k8s::Pod pod;            // as fracpack knows it (the in-memory binder stores it)
@@ -41,14 +38,33 @@ class Binder {
     // Not posted after this: kube-scheduler has stopped waiting, and a late
     // Binding would only race whoever it asks next.
     Clock::time_point deadline = Clock::time_point::max();
-    Recheck recheck;  // GPU binds (null: nothing to fence)
-    // After an unknown outcome (reported first, through `done`), the
-    // binder reads the pod until it can tell where it stands and says so
-    // here (kThere, kNotThere, kGone; kUnknown when it never could): the
+    // A GPU bind: the node is fenced and the reservation rechecked
+    // (Listener::recheck) before the Binding is posted; under a contract
+    // with a node lock (Contract::node_lock) the lock is taken first.
+    bool fenced = false;
+    // A bind that reserved: after an unknown outcome the binder reads the pod
+    // until it can tell where it stands (Listener::settled), so the
     // reservation is settled at once, not left to its TTL.
-    std::function<void(k8s::Presence)> settled;
+    bool settle_unknown = false;
   };
-  virtual void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) = 0;
+  // The one interface a binder calls back through, from its own threads:
+  // the bind service's bind in flight (server/bind_service.h). The binder
+  // holds it until the last call.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    // After the bind fence (k8s/bind_fence.h): `fresh` are the pods the API
+    // server has bound on the target node now. Rewrites the target's record
+    // if the reservation had to move (and says so in `moved`), or says why
+    // the bind is refused.
+    virtual Status recheck(const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* moved) = 0;
+    // What became of the bind, once: `written` is the target as posted.
+    virtual void finished(Outcome outcome, const k8s::BindTarget& written) = 0;
+    // Only after an unknown outcome of a Job with settle_unknown, after
+    // finished(): kThere, kNotThere, kGone; kUnknown when it never could tell.
+    virtual void settled(k8s::Presence presence) = 0;
+  };
+  virtual void bind(Job job, std::shared_ptr<Listener> listener) = 0;
 };
 
 }  // namespace fracpack::server

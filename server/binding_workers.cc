@@ -39,7 +39,7 @@ BindingWorkers::~BindingWorkers() {
     // Workers finish the bind they are posting (each bounded by its deadline).
     stopped_.wait(lock, [&] { return workers_ == 0; });
   }
-  for (auto& p : left) p.done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, p.job.target);
+  for (auto& p : left) p.listener->finished(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, p.job.target);
 }
 
 void BindingWorkers::start_worker() {
@@ -52,41 +52,41 @@ BindingWorkers::Load BindingWorkers::load() const {
   return Load{jobs_.size(), workers_, workers_ - idle_, max_workers_};
 }
 
-void BindingWorkers::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
+void BindingWorkers::bind(Job job, std::shared_ptr<Listener> listener) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      jobs_.push_back(Pending{std::move(job), std::move(done), Clock::now()});
+      jobs_.push_back(Pending{std::move(job), std::move(listener), Clock::now()});
       // Every idle worker will take one: start another for what is left.
       if (jobs_.size() > idle_ && workers_ < max_workers_) start_worker();
       ready_.notify_one();
       return;
     }
   }
-  done(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, job.target);
+  listener->finished(Outcome{Error{"fracpack is shutting down; the pod was not bound"}}, job.target);
 }
 
-Binder::Outcome BindingWorkers::post(k8s::ApiClient& client, Job& job) {
+Binder::Outcome BindingWorkers::post(k8s::ApiClient& client, Job& job, Listener& listener) {
   const k8s::BindTarget& t = job.target;
   const std::string who = t.namespace_name + "/" + t.name;
   if (Clock::now() >= job.deadline) return too_late(t, "while the bind waited for a worker");
-  if (!node_lock_ || !job.recheck) return fence_and_post(client, job);
+  if (node_lock_ == nullptr || !job.fenced) return fence_and_post(client, job, listener);
   // A GPU bind under the node lock: taken first, kept when the Binding is
   // applied (or may have been: the device plugin releases it), released
   // when it certainly was not.
   if (Status s = node_lock_->acquire(client, t, job.deadline); !s.ok()) {
     return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + s.message()}};
   }
-  Outcome o = fence_and_post(client, job);
+  Outcome o = fence_and_post(client, job, listener);
   if (!o.status.ok() && !o.outcome_unknown) node_lock_->release(client, job.target);
   return o;
 }
 
-Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job) {
+Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job, Listener& listener) {
   const k8s::BindTarget& t = job.target;
   const std::string who = t.namespace_name + "/" + t.name;
   Outcome out;
-  if (job.recheck && fence_ != nullptr) {
+  if (job.fenced && fence_ != nullptr) {
     const auto started = Clock::now();
     auto fresh = fence_->node_pods(client, t.node, job.arrived, job.deadline);
     metrics_.bind_fence(std::chrono::duration<double>(Clock::now() - started).count(), fresh.ok());
@@ -96,7 +96,7 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job)
                            ": fracpack could not confirm that its ledger holds every pod the API server has bound there (" +
                            fresh.message() + "); kube-scheduler will retry it"}};
     }
-    if (Status s = job.recheck(*fresh, job.target, &out.rechosen); !s.ok()) {
+    if (Status s = listener.recheck(*fresh, job.target, &out.moved); !s.ok()) {
       return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + s.message()}};
     }
   }
@@ -136,14 +136,14 @@ void BindingWorkers::work() {
       jobs_.pop_front();
     }
     metrics_.bind_waited(std::chrono::duration<double>(Clock::now() - p.queued).count());
-    Outcome o = post(client, p.job);
+    Outcome o = post(client, p.job, *p.listener);
     if (!o.status.ok() && events_ != nullptr) {
       const k8s::BindTarget& t = p.job.target;
       events_->record(k8s::EventRef{t.namespace_name, t.name, t.uid}, "Warning", "FailedBinding", o.status.message());
     }
     const bool unknown = o.outcome_unknown;
-    p.done(std::move(o), p.job.target);
-    if (unknown && p.job.settled) p.job.settled(settle(client, p.job.target));
+    p.listener->finished(std::move(o), p.job.target);
+    if (unknown && p.job.settle_unknown) p.listener->settled(settle(client, p.job.target));
   }
 }
 

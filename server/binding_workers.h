@@ -37,11 +37,12 @@ class BindingWorkers final : public Binder {
   BindingWorkers(k8s::ClientConfig client, int max_workers, k8s::EventRecorder* events, k8s::BindFence* fence, Metrics& metrics,
                  int min_workers = 2);
   ~BindingWorkers() override;  // pending binds fail with "shutting down"
-  void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
-  // GPU binds first take this per-node lock (the hami profile: HAMi's
-  // device plugin finds the pod through it) and release it if the Binding
-  // fails. Set before the first bind.
-  void use_node_lock(std::shared_ptr<const k8s::NodeLock> lock) { node_lock_ = std::move(lock); }
+  void bind(Job job, std::shared_ptr<Listener> listener) override;
+  // GPU binds first take this per-node lock (the contract's, Contract::
+  // node_lock: HAMi's device plugin finds the pod through it) and release
+  // it if the Binding fails. Set before the first bind; the contract
+  // outlives the workers.
+  void use_node_lock(const k8s::NodeLock* lock) { node_lock_ = lock; }
 
   // For /metrics: binds waiting for a worker, workers running and busy.
   struct Load {
@@ -60,20 +61,20 @@ class BindingWorkers final : public Binder {
  private:
   struct Pending {
     Job job;
-    std::function<void(Outcome, const k8s::BindTarget&)> done;
+    std::shared_ptr<Listener> listener;
     Clock::time_point queued{};
   };
   void work();
   void start_worker();  // with mu_ held
-  Outcome post(k8s::ApiClient& client, Job& job);
-  Outcome fence_and_post(k8s::ApiClient& client, Job& job);
+  Outcome post(k8s::ApiClient& client, Job& job, Listener& listener);
+  Outcome fence_and_post(k8s::ApiClient& client, Job& job, Listener& listener);
   // Where a pod whose Binding's outcome was unknown stands (Binder::Job::settled).
   static k8s::Presence settle(k8s::ApiClient& client, const k8s::BindTarget& t);
 
   k8s::ClientConfig client_;
   k8s::EventRecorder* events_;
   k8s::BindFence* fence_;
-  std::shared_ptr<const k8s::NodeLock> node_lock_;
+  const k8s::NodeLock* node_lock_ = nullptr;
   Metrics& metrics_;
   const size_t min_workers_, max_workers_;
   mutable std::mutex mu_;

@@ -187,10 +187,8 @@ Status Daemon::start() {
                                                        : k8s::BindFence::Read::kAuto,
         marker_of(c.cluster.bind_fence_marker));
     auto workers = std::make_unique<BindingWorkers>(*client_, static_cast<int>(c.bind_workers), events_.get(), fence_.get(), metrics_);
-    if (c.contract.profile == "hami" && c.contract.hami_node_lock) {
-      k8s::NodeLockOptions lock;
-      lock.expire = c.contract.hami_node_lock_expire;
-      workers->use_node_lock(std::make_shared<const k8s::NodeLock>(lock));
+    if (const k8s::NodeLock* lock = state_->contract().node_lock(); lock != nullptr && lock->options().taken_by_binds) {
+      workers->use_node_lock(lock);
     }
     metrics_.add_collector([w = workers.get()](std::vector<SampledFamily>& out) {
       const BindingWorkers::Load l = w->load();
@@ -308,18 +306,22 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   scheduling::FitOptions fo;
   fo.check_node_resources = pc.check_node_resources;
   evaluator_ = std::make_unique<scheduling::Evaluator>(*policy_, fo);
+  BindOptions bo;
+  bo.bind_timeout = options_.config.cluster.bind_timeout;
+  const k8s::NodeLock* node_lock = state_->contract().node_lock();
+  bo.one_bind_per_node = node_lock != nullptr && node_lock->options().taken_by_binds && client_.has_value();
+  bo.scheduler_names = options_.config.scheduler_names;
+  bo.signer = keys_.signer;
+  bo.events = events_.get();
   ExtenderOptions eo;
-  eo.bind_timeout = options_.config.cluster.bind_timeout;
   eo.max_reply_bytes = 2 * static_cast<size_t>(options_.config.limits.max_request_bytes);
-  eo.one_bind_per_node = options_.config.contract.profile == "hami" && options_.config.contract.hami_node_lock && client_.has_value();
-  eo.scheduler_names = options_.config.scheduler_names;
-  eo.signer = keys_.signer;
-  eo.events = events_.get();
   // kube-scheduler before 1.21 drops nodes listed only in
   // FailedAndUnresolvableNodes, reasons and all: list them in FailedNodes
   // too unless the API server's version rules such a scheduler out.
   eo.unresolvable_as_failed = mode_ == "kubernetes" && !(server_version_ && k8s::scheduler_knows_unresolvable(*server_version_));
-  verbs_ = std::make_unique<ExtenderService>(*state_, *evaluator_, *binder_, metrics_, eo);
+  recent_ = std::make_unique<RecentPods>();
+  binds_ = std::make_unique<BindService>(*state_, *evaluator_, *binder_, metrics_, *recent_, bo);
+  verbs_ = std::make_unique<ExtenderService>(*state_, *evaluator_, metrics_, *recent_, *binds_, eo);
   StatusOptions so;
   so.version = options_.version;
   so.mode = mode_;
@@ -337,7 +339,7 @@ Status Daemon::build_service(std::shared_ptr<const scheduling::ShapeCounts> work
   metrics_.add_collector([this, workload, sources_fn](std::vector<SampledFamily>& out) {
     collect_cluster_metrics(ClusterMetricsSources{*state_, *evaluator_, workload, sources_fn}, out);
   });
-  router_owner_ = std::make_unique<Router>(*verbs_, *status_, metrics_, options_.config.url_prefix);
+  router_owner_ = std::make_unique<Router>(*verbs_, *binds_, *status_, metrics_, options_.config.url_prefix);
   {
     std::lock_guard lock(mu_);
     router_.store(router_owner_.get(), std::memory_order_release);

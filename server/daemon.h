@@ -102,6 +102,8 @@ class Daemon {
   std::unique_ptr<scheduling::Policy> policy_;
   std::unique_ptr<scheduling::Evaluator> evaluator_;
   std::unique_ptr<Binder> binder_;
+  std::unique_ptr<RecentPods> recent_;  // judged by filter and prioritize, recalled by bind
+  std::unique_ptr<BindService> binds_;
   std::unique_ptr<ExtenderService> verbs_;
   std::unique_ptr<StatusRoutes> status_;
   std::unique_ptr<Router> router_owner_;

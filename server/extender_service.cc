@@ -23,16 +23,15 @@ HttpResponse bad_request(const std::string& message) { return json_response(400,
 
 }  // namespace
 
-ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator& evaluator, Binder& binder, Metrics& metrics,
-                                 ExtenderOptions options)
+ExtenderService::ExtenderService(k8s::ClusterState& state, scheduling::Evaluator& evaluator, Metrics& metrics, RecentPods& recent,
+                                 const BindService& binds, ExtenderOptions options)
     : state_(state),
       contract_(state.contract()),
       evaluator_(evaluator),
-      binder_(binder),
       metrics_(metrics),
+      recent_(recent),
+      binds_(binds),
       options_(options),
-      recent_(options.recent_pods, options.recent_pod_bytes),
-      record_keys_(contract_.record_keys()),
       replies_(options.unresolvable_as_failed) {}
 
 namespace {
@@ -226,7 +225,7 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   }
   // Nodes ranked last below (a node lock, a bind in flight here) are
   // per-request: a kept reply answers only when there are none.
-  const bool none_ranked_last = !state_.any_held() && !(options_.one_bind_per_node && binds_in_flight());
+  const bool none_ranked_last = !any_node_held();
   std::vector<std::optional<int64_t>> raw(names.size());
   std::shared_ptr<const std::string> kept;
   state_.read([&](const Ledger& ledger) {
@@ -261,250 +260,28 @@ HttpResponse ExtenderService::prioritize(const std::string& body) {
   const std::vector<int64_t> scores = scheduling::extender_scores(raw, names);
   std::vector<k8s::HostPriority> out(names.size());
   for (size_t i = 0; i < names.size(); ++i) out[i] = k8s::HostPriority{names[i], scores[i]};
-  // A node whose agent is serving another pod's bind (HAMi's node lock)
-  // takes this pod's bind only after that pod's Allocate: rank it last.
-  const std::vector<std::string> held = state_.held_by(names);
-  for (size_t i = 0; i < held.size(); ++i) {
-    if (!held[i].empty() && held[i] != pod.key()) out[i].score = 0;
-  }
-  // So is a node this replica is binding a pod to: its lock may not be
-  // visible yet, and the bind holds it until that pod's Allocate.
-  if (options_.one_bind_per_node) {
-    std::lock_guard lock(binding_mu_);
-    if (!binding_to_.empty()) {
-      for (size_t i = 0; i < names.size(); ++i) {
-        if (binding_to_.find(names[i]) != binding_to_.end()) out[i].score = 0;
-      }
-    }
-  }
+  rank_held_nodes_last(pod, out);
   return json_response(200, k8s::format_host_priorities(out));
 }
 
-void ExtenderService::bind(const std::string& body, Reply reply, std::chrono::steady_clock::time_point arrived) {
-  auto args = k8s::parse_binding_args(body);
-  if (!args) return reply(bad_request(args.message()));
-  const std::string who = args->pod_namespace + "/" + args->pod_name;
-  auto refuse = [&](const char* reason, const std::string& message) {
-    metrics_.bind_failed(reason);
-    log_warn("bind refused", {{"pod", who}, {"node", args->node}, {"reason", message}});
-    reply(json_response(200, k8s::format_binding_result(message)));
-  };
-  std::optional<k8s::Pod> pod = state_.pod(args->pod_uid);
-  if (!pod) pod = recent_.recall(args->pod_uid);
-  if (!pod && args->pod_uid.empty()) pod = state_.pod_by_name(args->pod_namespace, args->pod_name);
-  if (!pod) {
-    return refuse("unknown_pod", "pod " + who + " (uid " + args->pod_uid +
-                                     ") is not known to fracpack yet (its informer has not seen it); kube-scheduler will retry");
-  }
-  // The UID names the pod; its namespace and name must agree, and a pod
-  // bound already is not bound again elsewhere.
-  if (pod->meta.namespace_name != args->pod_namespace || pod->meta.name != args->pod_name) {
-    return refuse("identity_mismatch", "pod uid " + args->pod_uid + " is " + pod->key() + ", not " + who);
-  }
-  if (!pod->node_name.empty() && pod->node_name != args->node) {
-    return refuse("already_bound", "pod " + who + " is bound to node " + pod->node_name + " already, not to " + args->node);
-  }
-  // Only the pods fracpack places, and only after it judged them: whoever
-  // can reach the verbs must not bind other pods with fracpack's rights.
-  const auto& ours = options_.scheduler_names;
-  if (std::find(ours.begin(), ours.end(), pod->scheduler_name) == ours.end()) {
-    std::string names;
-    for (const auto& n : ours) names += (names.empty() ? "" : ", ") + n;
-    return refuse("not_ours", "pod " + who + " has schedulerName \"" + pod->scheduler_name + "\"; fracpack binds only pods of " + names);
-  }
-  if (!recent_.judged(pod->meta.uid)) {
-    return refuse("not_judged", "pod " + who + " (uid " + pod->meta.uid +
-                                    ") was never sent to fracpack's filter or prioritize: bind places only pods it has judged");
-  }
-  Placement placement = place(*pod, args->node, who);
-  if (placement.refusal != nullptr) return refuse(placement.refusal, placement.reason);
-  Binder::Job job;
-  job.target = k8s::BindTarget{args->pod_namespace, args->pod_name, pod->meta.uid, args->node, {}, {}};
-  job.arrived = arrived;
-  job.deadline = job.arrived + options_.bind_timeout;
-  if (placement.gpu) {
-    write_record(*pod, placement.allocation, job.target);
-    // Before the Binding is posted, the fence reads what the API server has
-    // bound on the node (another writer's binds the watch has not
-    // delivered): the reservation is checked beside it, moved or refused.
-    job.recheck = [this, pod = *pod, req = placement.request, who](const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target,
-                                                                   bool* rechosen) -> Status {
-      auto caught = state_.catch_up(target.node, fresh, pod.meta.uid,
-                                    [&](const Ledger& l) { return choose_cards(req, l, target.node, who, nullptr); });
-      if (!caught) return Error{caught.message()};
-      *rechosen = caught->rechosen;
-      write_record(pod, caught->allocation, target);
-      return Status::Ok();
-    };
-  }
-  job.pod = std::move(*pod);
-  if (placement.reserved) {
-    // A bind whose outcome was unknown is settled by a read of the pod as
-    // soon as the binder can make one, not left to the reservation's TTL.
-    job.settled = [this, uid = job.target.uid, who, node = args->node](k8s::Presence p) { settle_bind(p, uid, who, node); };
-  }
-  const bool counted = placement.gpu && options_.one_bind_per_node;
-  {
-    std::lock_guard lock(binding_mu_);
-    if (counted) ++binding_to_[args->node];
-    binding_uids_.insert(job.target.uid);
-  }
-  binder_.bind(std::move(job), [this, reply, who, counted, reserved = placement.reserved, reason = placement.reason](
-                                   Binder::Outcome o, const k8s::BindTarget& written) {
-    {
-      std::lock_guard lock(binding_mu_);
-      if (counted) {
-        if (auto it = binding_to_.find(written.node); it != binding_to_.end() && --it->second == 0) binding_to_.erase(it);
-      }
-      if (auto it = binding_uids_.find(written.uid); it != binding_uids_.end()) binding_uids_.erase(it);
-    }
-    finish_bind(std::move(o), written, who, reserved, reason, reply);
-  });
+bool ExtenderService::any_node_held() const {
+  if (contract_.node_lock() == nullptr) return false;
+  return state_.any_held() || binds_.any_binding();
 }
 
-void ExtenderService::settle_bind(k8s::Presence p, const std::string& uid, const std::string& who, const std::string& node) {
-  switch (p) {
-    case k8s::Presence::kThere:
-      state_.note_bound(uid);
-      log_info("bind outcome settled: bound", {{"pod", who}, {"uid", uid}, {"node", node}});
-      return;
-    case k8s::Presence::kGone:
-      state_.note_gone(uid);
-      log_info("bind outcome settled: the pod is gone; reservation released", {{"pod", who}, {"uid", uid}, {"node", node}});
-      return;
-    case k8s::Presence::kNotThere: {
-      // Unless kube-scheduler's retry is binding it right now (it reuses
-      // this reservation and settles it itself).
-      {
-        std::lock_guard lock(binding_mu_);
-        if (binding_uids_.contains(uid)) return;
-      }
-      if (state_.forget(uid)) {
-        log_info("bind outcome settled: not bound; reservation released", {{"pod", who}, {"uid", uid}, {"node", node}});
-      }
-      return;
-    }
-    case k8s::Presence::kUnknown:
-      log_warn("bind outcome still unknown: reservation kept until the reconciler settles it", {{"pod", who}, {"uid", uid}, {"node", node}});
-      return;
+void ExtenderService::rank_held_nodes_last(const k8s::Pod& pod, std::vector<k8s::HostPriority>& scores) const {
+  if (contract_.node_lock() == nullptr) return;  // the contract's node agent serves binds in any order
+  std::vector<std::string_view> names;
+  names.reserve(scores.size());
+  for (const auto& s : scores) names.push_back(s.host);
+  const std::vector<std::string> held = state_.held_by(names);
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (!held[i].empty() && held[i] != pod.key()) scores[i].score = 0;
   }
-}
-
-ExtenderService::Placement ExtenderService::place(const k8s::Pod& pod, const std::string& node, const std::string& who) {
-  Placement out;
-  auto req = contract_.pod_request(pod);
-  if (!contract_.requests_gpu(pod)) {
-    // No cards to choose: kube-scheduler's choice stands. Its CPU and memory
-    // are reserved at once (the informer confirms), so the next pod's
-    // verdicts see them.
-    out.reason = "no GPU share asked: kube-scheduler's node, CPU and memory reserved";
-    if (req) {
-      // kube-scheduler shows fracpack such a pod only at bind: the policy counts it here.
-      state_.read([&](const Ledger& ledger) {
-        evaluator_.observe(*req, ledger);
-        return 0;
-      });
-      const scheduling::PodFacts facts{pod.meta.uid, who, req->cpu_milli, req->memory_bytes};
-      out.reserved = state_.assume_chosen(facts, [&](const Ledger&) -> Result<scheduling::Allocation> {
-                       return scheduling::Allocation{node, {}};
-                     }, scheduling::Clock::now()).ok();
-    }
-    return out;
+  const std::vector<bool> binding = binds_.binding_to(names);
+  for (size_t i = 0; i < binding.size(); ++i) {
+    if (binding[i]) scores[i].score = 0;
   }
-  if (!req) {
-    out.refusal = "invalid_pod";
-    out.reason = "pod " + who + ": " + req.message();
-    return out;
-  }
-  out.gpu = true;
-  out.request = *req;
-  // A retried bind (its answer was lost): the reservation is already there.
-  const bool retry = state_.read([&](const Ledger& l) {
-    const scheduling::PodRecord* r = l.pod(pod.meta.uid);
-    if (r == nullptr || r->node != node) return false;
-    out.allocation = r->allocation;
-    return true;
-  });
-  if (retry) {
-    out.reason = "a retried bind: the cards reserved by the first attempt";
-    return out;
-  }
-  const scheduling::PodFacts facts{pod.meta.uid, who, req->cpu_milli, req->memory_bytes};
-  auto chosen = state_.assume_chosen(facts, [&](const Ledger& l) { return choose_cards(*req, l, node, who, &out.reason); },
-                                     scheduling::Clock::now());
-  if (!chosen) {
-    out.refusal = "no_longer_fits";
-    out.reason = chosen.message();
-    return out;
-  }
-  out.reserved = true;
-  out.allocation = std::move(*chosen);
-  return out;
-}
-
-Result<scheduling::Allocation> ExtenderService::choose_cards(const scheduling::PodRequest& req, const Ledger& ledger,
-                                                             const std::string& node, const std::string& who, std::string* reason) {
-  const NodeState* n = ledger.node(node);
-  if (n == nullptr || !n->present()) return Error{"node " + node + " is not known to fracpack"};
-  Verdict v = evaluator_.evaluate_one(req, *n);
-  if (!v.fits) return Error{"pod " + who + " no longer fits node " + node + ": " + v.reason};
-  if (reason != nullptr) *reason = "the policy's best cards on the node (score " + std::to_string(v.score) + ")";
-  return scheduling::materialize(req, *n, v.picks);
-}
-
-void ExtenderService::write_record(const k8s::Pod& pod, const scheduling::Allocation& allocation, k8s::BindTarget& target) const {
-  // The contract's allocation record, written with the Binding (one write, §5.1).
-  // Some records name what the node's cards are (gpushare's per-card memory).
-  // Written under the ledger's shared lock rather than copying the node's cards.
-  const auto now = std::chrono::system_clock::now();
-  target.annotations = state_.read([&](const Ledger& l) {
-    const NodeState* n = l.node(allocation.node);
-    if (n != nullptr) return contract_.allocation_annotations(pod, allocation, n->spec(), now);
-    return contract_.allocation_annotations(pod, allocation, scheduling::NodeSpec{allocation.node, 0, 0, {}, {}, {}, 0}, now);
-  });
-  // Signed over the pod's UID, the node and the record (k8s/record_signature.h):
-  // the node agent and every replica's ledger take no other.
-  if (options_.signer) {
-    const std::string message = k8s::record_message(pod.meta.uid, allocation.node, record_keys_, target.annotations);
-    target.annotations.emplace_back(std::string(k8s::kRecordSignatureAnnotation), options_.signer->sign(message));
-  }
-  target.cards = scheduling::card_indices_text(allocation);
-}
-
-void ExtenderService::finish_bind(Binder::Outcome o, const k8s::BindTarget& written, const std::string& who, bool reserved,
-                                  const std::string& reason, const Reply& reply) {
-  const std::string& uid = written.uid;
-  const std::string& node = written.node;
-  if (o.status.ok()) {
-    if (reserved) {
-      state_.note_bound(uid);
-      metrics_.placed(evaluator_.policy_name());
-    }
-    // One line per placement: where, and on which cards (the record the device plugin reads).
-    log_info("placed", {{"pod", who}, {"uid", uid}, {"node", node}, {"cards", written.cards.empty() ? "-" : written.cards},
-                        {"policy", std::string(evaluator_.policy_name())},
-                        {"reason", o.rechosen ? reason + "; changed after reading what the API server has bound on the node" : reason}});
-    if (options_.events != nullptr && !written.cards.empty()) {
-      options_.events->record(k8s::EventRef{written.namespace_name, written.name, uid}, "Normal", "GPUAllocated",
-                              "fracpack placed the pod on node " + node + ", card(s) " + written.cards);
-    }
-    reply(json_response(200, k8s::format_binding_result("")));
-    return;
-  }
-  log_warn("bind failed", {{"pod", who}, {"uid", uid}, {"node", node}, {"reason", o.status.message()}});
-  if (reserved) {
-    if (o.pod_gone) {
-      state_.note_gone(uid);
-    } else if (o.outcome_unknown) {
-      // Releasing now could free cards the pod holds: it stays assumed
-      // until the informer confirms it, or the reconciler proves it unbound.
-      log_warn("bind outcome unknown: reservation kept", {{"pod", who}, {"uid", uid}, {"node", node}});
-    } else {
-      state_.forget(uid);
-    }
-  }
-  metrics_.bind_failed(o.pod_gone ? "pod_gone" : "api_error");
-  reply(json_response(200, k8s::format_binding_result(o.status.message())));
 }
 
 HttpResponse ExtenderService::preempt(const std::string& body) {

@@ -4,10 +4,10 @@
 
 namespace fracpack::server {
 
-void InMemoryBinder::bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) {
+void InMemoryBinder::bind(Job job, std::shared_ptr<Listener> listener) {
   const k8s::BindTarget& target = job.target;
   if (auto current = state_.pod(target.uid); current && !current->node_name.empty() && current->node_name != target.node) {
-    done(Outcome{Error{"pod " + target.namespace_name + "/" + target.name + " is already assigned to node " + current->node_name}}, target);
+    listener->finished(Outcome{Error{"pod " + target.namespace_name + "/" + target.name + " is already assigned to node " + current->node_name}}, target);
     return;
   }
   k8s::Pod& pod = job.pod;
@@ -22,7 +22,7 @@ void InMemoryBinder::bind(Job job, std::function<void(Outcome, const k8s::BindTa
   }
   pod.phase = "Running";
   state_.apply_pod(pod);  // confirms the reservation from the record, as the watch would
-  done(Outcome{}, target);
+  listener->finished(Outcome{}, target);
 }
 
 }  // namespace fracpack::server

@@ -11,7 +11,7 @@ namespace fracpack::server {
 class InMemoryBinder final : public Binder {
  public:
   explicit InMemoryBinder(k8s::ClusterState& state) : state_(state) {}
-  void bind(Job job, std::function<void(Outcome, const k8s::BindTarget&)> done) override;
+  void bind(Job job, std::shared_ptr<Listener> listener) override;
 
  private:
   k8s::ClusterState& state_;

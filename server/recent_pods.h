@@ -21,7 +21,8 @@ namespace fracpack::server {
 
 class RecentPods {
  public:
-  RecentPods(size_t capacity, size_t max_bytes, size_t judged_capacity = 65536)
+  // At most `capacity` pods and `max_bytes` of them are kept.
+  explicit RecentPods(size_t capacity = 4096, size_t max_bytes = 64 << 20, size_t judged_capacity = 65536)
       : capacity_(capacity), max_bytes_(max_bytes), judged_capacity_(judged_capacity) {}
   // True when the pod was not remembered yet (its first filter, as far as
   // the bounded memory tells): a learning policy counts each pod once.

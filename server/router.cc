@@ -6,8 +6,8 @@
 
 namespace fracpack::server {
 
-Router::Router(ExtenderService& verbs, StatusRoutes& status, Metrics& metrics, const std::string& url_prefix)
-    : verbs_(verbs), status_(status), metrics_(metrics), prefix_(url_prefix.empty() ? "/" : url_prefix) {
+Router::Router(ExtenderService& verbs, BindService& binds, StatusRoutes& status, Metrics& metrics, const std::string& url_prefix)
+    : verbs_(verbs), binds_(binds), status_(status), metrics_(metrics), prefix_(url_prefix.empty() ? "/" : url_prefix) {
   if (prefix_.back() != '/') prefix_.push_back('/');
 }
 
@@ -29,7 +29,7 @@ void Router::handle(HttpRequest&& request, Reply reply) {
     if (verb == "filter") return timed(verbs_.filter(request.body));
     if (verb == "prioritize") return timed(verbs_.prioritize(request.body));
     if (verb == "preempt") return timed(verbs_.preempt(request.body));
-    return verbs_.bind(request.body, std::move(timed), request.arrived);
+    return binds_.bind(request.body, std::move(timed), request.arrived);
   }
   if (request.method != "GET" && request.method != "HEAD") {
     const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics";

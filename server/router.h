@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "server/bind_service.h"
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -15,11 +16,12 @@ namespace fracpack::server {
 
 class Router {
  public:
-  Router(ExtenderService& verbs, StatusRoutes& status, Metrics& metrics, const std::string& url_prefix);
+  Router(ExtenderService& verbs, BindService& binds, StatusRoutes& status, Metrics& metrics, const std::string& url_prefix);
   void handle(HttpRequest&& request, Reply reply);
 
  private:
   ExtenderService& verbs_;
+  BindService& binds_;
   StatusRoutes& status_;
   Metrics& metrics_;
   std::string prefix_;  // url_prefix ending in "/"

@@ -35,6 +35,8 @@
 
 namespace fracpack::k8s {
 
+class NodeLock;
+
 // What a bound pod's annotations say it holds.
 struct RecordedAllocation {
   enum class Kind {
@@ -85,11 +87,15 @@ class Contract {
   // record_keys(), those the peer's device plugin rewrites after the bind,
   // and the signature. The admission webhook guards them (k8s/admission.h).
   virtual std::vector<std::string> guarded_annotations() const = 0;
-  // The pod ("namespace/name") a node agent's per-node lock says is between
-  // its bind and Allocate on `node` at `now` (HAMi's hami.io/mutex.lock),
-  // "" when none: prioritize ranks a held node last for every other pod, so
-  // a burst spreads instead of queueing behind one node's lock.
-  virtual std::string node_held_by(const Node&, std::chrono::system_clock::time_point) const { return {}; }
+  // The per-node lock of a node agent that serves one bind per node at a
+  // time and finds the pod through the lock (HAMi's hami.io/mutex.lock,
+  // k8s/node_lock.h); null for contracts without one. The only profile
+  // behaviour outside this interface's data: the ledger notes who holds each
+  // node (NodeLock::held_by), prioritize ranks a held node last for every
+  // other pod (a burst spreads instead of queueing behind one lock), and when
+  // binds take it (NodeLockOptions::taken_by_binds) the binder takes it
+  // before posting a GPU Binding and ranks its own binds' nodes last too.
+  virtual const NodeLock* node_lock() const { return nullptr; }
 
   // Facts a node agent keeps beside the Node object, in ConfigMaps
   // (gpushare's unhealthy-gpu-<node> in kube-system). The namespace they

@@ -77,7 +77,8 @@ Selection HamiNames::selection() const {
 }
 
 HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles foreign)
-    : ProfileContract("hami", std::move(names), options, std::move(foreign)) {
+    : ProfileContract("hami", std::move(names), options, std::move(foreign)),
+      node_lock_(NodeLockOptions{names_.node_lock, options_.node_lock_expire, options_.node_lock_taken}) {
   if (options_.memory_factor < 1) options_.memory_factor = 1;
 }
 
@@ -333,14 +334,6 @@ StringMap HamiContract::allocation_annotations(const Pod& pod, const Allocation&
       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count());
   return {{names_.to_allocate, devices}, {names_.allocated, devices},     {names_.vgpu_node, allocation.node},
           {names_.vgpu_time, seconds},   {names_.bind_phase, "allocating"}, {names_.bind_time, seconds}};
-}
-
-std::string HamiContract::node_held_by(const Node& node, std::chrono::system_clock::time_point now) const {
-  const std::string* lock = node.meta.annotation(names_.node_lock);
-  if (lock == nullptr) return {};
-  auto v = parse_node_lock(*lock);
-  if (!v || v->name.empty() || now - v->at > options_.node_lock_expire) return {};
-  return v->namespace_name + "/" + v->name;
 }
 
 RecordedAllocation HamiContract::recorded_allocation(const Pod& pod, const NodeSpec* node) const {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/node_lock.h"
 #include "k8s/contract/profile_contract.h"
 
 namespace fracpack::k8s {
@@ -71,6 +72,7 @@ struct HamiOptions {
   int64_t default_memory = 0;  // MiB per share when a pod names neither memory; 0: the whole card
   int64_t default_cores = 0;   // percent per share when a pod names no cores
   std::chrono::milliseconds node_lock_expire{std::chrono::minutes(5)};  // HAMi's nodeLockExpire
+  bool node_lock_taken = true;  // fracpack's binds take the lock (nodeLock)
   bool operator==(const HamiOptions&) const = default;
 };
 
@@ -90,8 +92,11 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
     return {names_.to_allocate, names_.allocated, names_.vgpu_node, names_.vgpu_time, names_.bind_phase, names_.bind_time,
             std::string(kRecordSignatureAnnotation)};
   }
-  // The pod hami.io/mutex.lock names, unless it is older than nodeLockExpire.
-  std::string node_held_by(const Node& node, std::chrono::system_clock::time_point now) const override;
+  // hami.io/mutex.lock (HamiNames::node_lock), expiring after nodeLockExpire.
+  const NodeLock* node_lock() const override { return &node_lock_; }
+
+ private:
+  NodeLock node_lock_;
 };
 
 // hami.io/node-nvidia-register, either form. Cards keep the register's

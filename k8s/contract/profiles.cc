@@ -33,6 +33,7 @@ Result<std::shared_ptr<const Contract>> make_contract(const ContractConfig& c) {
   if (c.profile == "hami") {
     HamiOptions options = c.hami_options;
     options.node_lock_expire = c.hami_node_lock_expire;
+    options.node_lock_taken = c.hami_node_lock;
     return std::shared_ptr<const Contract>(std::make_shared<HamiContract>(c.hami, options, others_of(c)));
   }
   if (c.profile == "gpushare") {

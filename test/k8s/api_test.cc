@@ -387,7 +387,7 @@ TEST(Reconciler, ReleasesWhatIsGoneButNeverConfirmsFromAGet) {
   for (const char* name : {"bound", "gone", "recreated", "elsewhere", "pending"}) {
     uid[name] = c.state().pod_by_name("default", name)->meta.uid;
     scheduling::Allocation a{"n1", {{"main", false, {{card++, "", 0, 100}}}}};
-    ASSERT_TRUE(c.state().assume({uid[name], std::string("default/") + name, 0, 0}, a, scheduling::Clock::now()).ok());
+    ASSERT_TRUE(c.state().reservations().reserve({uid[name], std::string("default/") + name, 0, 0}, fixed_choice(a), scheduling::Clock::now()).ok());
   }
   auto bind_to = [&](const std::string& name, const std::string& node) {
     c.server().update("pods", "default", name, [&](const std::string& t) {
@@ -430,7 +430,7 @@ TEST(Reconciler, EventsOlderThanAProvenDeletionAreIgnored) {
   const std::string uid = pending["metadata"]["uid"];
   state.apply_pod(*k8s::parse_pod(pending.dump(), state.selection()));
   const scheduling::Allocation a{"n1", {{"main", false, {{0, "", 0, 800}}}}};
-  ASSERT_TRUE(state.assume({uid, "default/p", 0, 0}, a, scheduling::Clock::now()).ok());
+  ASSERT_TRUE(state.reservations().reserve({uid, "default/p", 0, 0}, fixed_choice(a), scheduling::Clock::now()).ok());
   // The bind lands and the pod is deleted; the watch has seen neither yet.
   json bound = pending;
   bound["spec"]["nodeName"] = "n1";
@@ -478,8 +478,8 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
     state.apply_pod(*k8s::parse_pod(p.dump(), state.selection()));
   }
   const scheduling::Allocation a0{"n1", {{"main", false, {{0, "", 0, 400}}}}}, a1{"n1", {{"main", false, {{1, "", 0, 400}}}}};
-  ASSERT_TRUE(state.assume({uid["bound"], "default/bound", 0, 0}, a0, scheduling::Clock::now()).ok());
-  ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
+  ASSERT_TRUE(state.reservations().reserve({uid["bound"], "default/bound", 0, 0}, fixed_choice(a0), scheduling::Clock::now()).ok());
+  ASSERT_TRUE(state.reservations().reserve({uid["pending"], "default/pending", 0, 0}, fixed_choice(a1), scheduling::Clock::now()).ok());
   // "bound" is bound in the API server (its event not yet seen); "pending" never was.
   server.update("pods", "default", "bound", [&](const std::string& text) {
     json p = json::parse(text);
@@ -495,7 +495,7 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
   EXPECT_EQ(cores(1), 0) << "the never-bound pod's reservation is released";
   EXPECT_EQ(state.counters().expired_assumptions, 1u);
   // The API server unreachable: nothing is released.
-  ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
+  ASSERT_TRUE(state.reservations().reserve({uid["pending"], "default/pending", 0, 0}, fixed_choice(a1), scheduling::Clock::now()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   server.faults().fail_gets = 10;
   EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 0u);
@@ -505,14 +505,14 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
   server.faults().fail_gets = 1;
   EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 1u);
   EXPECT_EQ(cores(1), 0);
-  ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
+  ASSERT_TRUE(state.reservations().reserve({uid["pending"], "default/pending", 0, 0}, fixed_choice(a1), scheduling::Clock::now()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   server.faults().throttle = 1;
   EXPECT_EQ(k8s::reconcile_assumptions(api, state, std::chrono::milliseconds(0)), 1u);
   EXPECT_EQ(cores(1), 0);
   // An API server failing three GETs in a row gets no more retries in that
   // pass: one attempt for each further reservation ("bound" is still held).
-  ASSERT_TRUE(state.assume({uid["pending"], "default/pending", 0, 0}, a1, scheduling::Clock::now()).ok());
+  ASSERT_TRUE(state.reservations().reserve({uid["pending"], "default/pending", 0, 0}, fixed_choice(a1), scheduling::Clock::now()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   server.faults().fail_gets = 4;
   const int gets = server.requests("GET /api/v1/namespaces/default/pods/");

@@ -1,7 +1,6 @@
 // The store and the ledger it feeds (k8s/cluster_state.h): relists replace
-// the store, proven-gone pods are not resurrected by late events, a
-// consistent relist settles binds it should show, and the bind fence's
-// catch_up applies another writer's pods and re-checks a reservation.
+// the store, pods are found by UID or name, the contract's ConfigMaps follow
+// lists and events. The reservations it keeps: test/k8s/reservations_test.cc.
 #include "k8s/cluster_state.h"
 
 #include <gtest/gtest.h>
@@ -17,33 +16,6 @@ using namespace std::chrono_literals;
 using scheduling::Allocation;
 using scheduling::Ledger;
 
-
-// The reservation a bind made on arrival: half of `card` on `node`.
-void reserve(k8s::ClusterState& state, const std::string& uid, const std::string& node, int card) {
-  Allocation a{node, {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{card, "", 8192, 500}}}}};
-  ASSERT_TRUE(state.assume(scheduling::PodFacts{uid, "default/" + uid, 0, 0}, a, scheduling::Clock::now()).ok());
-}
-
-// Chooses the first card with room for half a card.
-Result<Allocation> first_fit(const Ledger& l, const std::string& node) {
-  const scheduling::NodeState* n = l.node(node);
-  for (size_t p = 0; p < n->cards().size(); ++p) {
-    if (n->free_cores(p) >= 500 && n->free_memory(p) >= 8192) {
-      return Allocation{node, {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{n->cards()[p].index, "", 8192, 500}}}}};
-    }
-  }
-  return Error{"no card with room"};
-}
-
-int card_of(const Allocation& a) { return a.containers.at(0).cards.at(0).index; }
-
-// Node n1 with `cards` cards, this replica's reservation of half of card 0
-// ("mine"), then the fence's read `fresh` caught up with.
-Result<k8s::ClusterState::CaughtUp> reserve_and_catch_up(k8s::ClusterState& state, int cards, const std::vector<k8s::Pod>& fresh) {
-  state.apply_node(decoded_node("n1", cards));
-  reserve(state, "mine", "n1", 0);
-  return state.catch_up("n1", fresh, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
-}
 
 std::string json_of(const std::string& name, const std::string& node, const std::string& phase = "Running") {
   return pod_object(PodSpec(name, "default", node, phase, half_card(), {}, "u-" + name));
@@ -65,33 +37,6 @@ TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
   EXPECT_EQ(state.counters().relist_deletions, 1u);
 }
 
-TEST(ClusterState, APodProvenGoneIsNotBroughtBackByALateEvent) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  state.apply_pod(decoded_pod(json_of("a", "")));
-  reserve(state, "u-a", "n1", 0);
-  state.note_gone("u-a");  // the reconciler's GET: 404
-  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, bound_share_pod("a", "n1", 0)).ok());
-  EXPECT_EQ(state.read([](const Ledger& l) { return l.pod("u-a"); }), nullptr);
-  EXPECT_EQ(state.counters().stale_events, 1u);
-  // The informer sees it go: the tombstone is done with.
-  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kDeleted, bound_share_pod("a", "n1", 0)).ok());
-  EXPECT_FALSE(state.pod("u-a").has_value());
-}
-
-// A pod the store never saw (kube-scheduler sent it with filter) was bound;
-// a quorum list started after its Binding that lacks it proves it gone.
-TEST(ClusterState, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  reserve(state, "u-a", "n1", 0);
-  state.note_bound("u-a", std::chrono::steady_clock::now() - 1s);
-  state.begin_pod_list(/*consistent=*/true);
-  state.end_pod_list();  // the pod is not there: deleted after its Binding
-  EXPECT_EQ(state.read([](const Ledger& l) { return l.pod("u-a"); }), nullptr);
-  EXPECT_EQ(state.counters().reconciled_assumptions, 1u);
-}
-
 TEST(ClusterState, PodsAreFoundByUidOrName) {
   k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
   state.apply_pod(decoded_pod(json_of("a", "")));
@@ -102,129 +47,6 @@ TEST(ClusterState, PodsAreFoundByUidOrName) {
   // Finished: gone from the store.
   state.apply_pod(decoded_pod(json_of("a", "", "Succeeded")));
   EXPECT_FALSE(state.pod("u-a").has_value());
-}
-
-TEST(ClusterStateCatchUp, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  // Another writer put half a card on card 0 and a whole card 1 in use.
-  auto r = reserve_and_catch_up(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0)), decoded_pod(bound_share_pod("whole", "n1", 1, 100, 16384))});
-  ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r->applied, 2u);
-  EXPECT_FALSE(r->rechosen);
-  EXPECT_EQ(card_of(r->allocation), 0);
-  EXPECT_EQ(state.counters().fence_caught_up, 2u);
-  state.read([](const Ledger& l) {
-    EXPECT_EQ(l.pod("mine")->phase, scheduling::PodPhase::kAssumed);
-    EXPECT_EQ(l.pod("u-other")->phase, scheduling::PodPhase::kConfirmed);
-    EXPECT_EQ(l.overcommitted_cards(), 0);
-    EXPECT_TRUE(l.check_invariants().ok());
-    return 0;
-  });
-}
-
-TEST(ClusterStateCatchUp, MovesTheReservationOffACardAnotherWriterFilled) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  auto r = reserve_and_catch_up(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
-  ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_TRUE(r->rechosen);
-  EXPECT_EQ(card_of(r->allocation), 1);
-  state.read([](const Ledger& l) {
-    EXPECT_EQ(l.pod("mine")->allocation.containers[0].cards[0].index, 1);
-    EXPECT_EQ(l.overcommitted_cards(), 0);
-    return 0;
-  });
-}
-
-TEST(ClusterStateCatchUp, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  auto r = reserve_and_catch_up(state, 1, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.message().find("bound by another scheduler"), std::string::npos) << r.message();
-  EXPECT_NE(r.message().find("no card with room"), std::string::npos) << r.message();
-  state.read([](const Ledger& l) {
-    EXPECT_EQ(l.pod("mine"), nullptr);
-    EXPECT_EQ(l.overcommitted_cards(), 0);
-    return 0;
-  });
-}
-
-// Found by the failover soak: two binds in flight on one node, both
-// reserved on a stale ledger. The first one's fence applies the pod another
-// scheduler bound there; the second one's fence then finds nothing new, but
-// its reservation no longer fits beside that pod and must move.
-TEST(ClusterStateCatchUp, AReservationOverCommittedByAnotherFencesCatchUpIsCheckedToo) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  reserve(state, "first", "n1", 1);
-  reserve(state, "second", "n1", 0);
-  const std::vector<k8s::Pod> fresh = {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))};
-  auto first = state.catch_up("n1", fresh, "first", [](const Ledger& l) { return first_fit(l, "n1"); });
-  ASSERT_TRUE(first.ok()) << first.message();
-  EXPECT_EQ(first->applied, 1u);
-  auto second = state.catch_up("n1", fresh, "second", [](const Ledger& l) { return first_fit(l, "n1"); });
-  ASSERT_TRUE(second.ok()) << second.message();
-  EXPECT_EQ(second->applied, 0u);
-  EXPECT_TRUE(second->rechosen);
-  EXPECT_EQ(card_of(second->allocation), 1);
-  EXPECT_EQ(state.read([](const Ledger& l) { return l.overcommitted_cards(); }), 0);
-}
-
-// The API server shows the pod being bound already bound here, with
-// another replica's cards: those are what it holds.
-TEST(ClusterStateCatchUp, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  reserve(state, "u-mine", "n1", 0);
-  auto r = state.catch_up("n1", {decoded_pod(bound_share_pod("mine", "n1", 1))}, "u-mine", [](const Ledger&) -> Result<Allocation> {
-    return Error{"not called"};
-  });
-  ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_TRUE(r->rechosen);
-  EXPECT_EQ(card_of(r->allocation), 1);
-  state.read([](const Ledger& l) {
-    EXPECT_EQ(l.pod("u-mine")->phase, scheduling::PodPhase::kConfirmed);
-    EXPECT_EQ(l.node("n1")->use()[0].cores, 0);
-    return 0;
-  });
-}
-
-TEST(ClusterStateCatchUp, NothingNewLeavesEverythingAsItWas) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  state.apply_pod(decoded_pod(bound_share_pod("seen", "n1", 1)));
-  reserve(state, "mine", "n1", 0);
-  const uint64_t version = state.read([](const Ledger& l) { return l.node("n1")->version(); });
-  // The read shows what the ledger has, pods on other nodes, terminal pods.
-  k8s::Pod done = decoded_pod(bound_share_pod("done", "n1", 0, 100, 16384));
-  done.phase = "Succeeded";
-  const std::vector<k8s::Pod> fresh = {decoded_pod(bound_share_pod("seen", "n1", 1)), decoded_pod(bound_share_pod("elsewhere", "n2", 0, 100, 16384)), done};
-  auto r = state.catch_up("n1", fresh, "mine", [](const Ledger&) -> Result<Allocation> { return Error{"not called"}; });
-  ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r->applied, 0u);
-  EXPECT_EQ(state.read([](const Ledger& l) { return l.node("n1")->version(); }), version);
-}
-
-// A read may predate a deletion the watch has already applied: the pod must
-// not come back (nothing would ever remove it again).
-TEST(ClusterStateCatchUp, APodTheInformerSawDeletedIsNotBroughtBack) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  const k8s::Pod gone = decoded_pod(bound_share_pod("gone", "n1", 0, 100, 16384));
-  state.apply_pod(gone);
-  state.delete_pod(gone);
-  reserve(state, "mine", "n1", 0);
-  auto r = state.catch_up("n1", {gone}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
-  ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r->applied, 0u);
-  EXPECT_EQ(state.read([](const Ledger& l) { return l.pod("u-gone"); }), nullptr);
-}
-
-TEST(ClusterStateCatchUp, AReservationReleasedMeanwhileIsNotBound) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
-  state.apply_node(decoded_node("n1", 2));
-  auto r = state.catch_up("n1", {}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.message().find("released meanwhile"), std::string::npos) << r.message();
 }
 
 // The gpushare profile's unhealthy-card ConfigMaps through the store's sink:

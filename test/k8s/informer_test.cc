@@ -399,9 +399,9 @@ TEST(Informer, AssumedReservationsAreConfirmedOrExpire) {
   const auto pod = *c.state().pod_by_name("default", "p");
   scheduling::Allocation a{"n1", {{"main", false, {{1, "", 0, 600}}}}};
   const auto t0 = scheduling::Clock::now();
-  ASSERT_TRUE(c.state().assume({pod.meta.uid, "default/p", 0, 0}, a, t0).ok());
+  ASSERT_TRUE(c.state().reservations().reserve({pod.meta.uid, "default/p", 0, 0}, fixed_choice(a), t0).ok());
   // The same capacity cannot be taken twice.
-  EXPECT_FALSE(c.state().assume({"other", "default/q", 0, 0}, scheduling::Allocation{"n1", {{"main", false, {{1, "", 0, 600}}}}}, t0).ok());
+  EXPECT_FALSE(c.state().reservations().reserve({"other", "default/q", 0, 0}, fixed_choice(scheduling::Allocation{"n1", {{"main", false, {{1, "", 0, 600}}}}}), t0).ok());
   // The bind lands: the watch confirms it.
   c.server().update("pods", "default", "p", [&](const std::string& t) {
     json o = json::parse(t);
@@ -415,12 +415,12 @@ TEST(Informer, AssumedReservationsAreConfirmedOrExpire) {
       return r != nullptr && r->phase == scheduling::PodPhase::kConfirmed;
     });
   }));
-  EXPECT_EQ(c.state().expire(t0 + std::chrono::hours(1)), 0u) << "confirmed pods never expire";
+  EXPECT_EQ(c.state().reservations().release_expired(t0 + std::chrono::hours(1)), 0u) << "confirmed pods never expire";
   // An assumption that is never confirmed expires after the TTL.
   c.server().create("pods", pod_object({"q", "default", "", "Pending", {{kGpu, "1"}, {kCores, "30"}}, {}}));
-  ASSERT_TRUE(c.state().assume({"uid-q", "default/q", 0, 0}, scheduling::Allocation{"n1", {{"main", false, {{0, "", 0, 300}}}}}, t0).ok());
-  EXPECT_EQ(c.state().expire(t0 + std::chrono::seconds(29)), 0u);
-  EXPECT_EQ(c.state().expire(t0 + std::chrono::seconds(31)), 1u);
+  ASSERT_TRUE(c.state().reservations().reserve({"uid-q", "default/q", 0, 0}, fixed_choice(scheduling::Allocation{"n1", {{"main", false, {{0, "", 0, 300}}}}}), t0).ok());
+  EXPECT_EQ(c.state().reservations().release_expired(t0 + std::chrono::seconds(29)), 0u);
+  EXPECT_EQ(c.state().reservations().release_expired(t0 + std::chrono::seconds(31)), 1u);
   EXPECT_EQ(c.state().read([](const auto& l) { return l.node("n1")->use()[0].cores; }), 0);
 }
 

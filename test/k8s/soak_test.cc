@@ -123,7 +123,7 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
         continue;
       }
       const scheduling::PodFacts facts{req->uid, req->key(), req->cpu_milli, req->memory_bytes};
-      if (!c.state().assume(facts, *chosen, scheduling::Clock::now()).ok()) {
+      if (!c.state().reservations().reserve(facts, fixed_choice(*chosen), scheduling::Clock::now()).ok()) {
         ++unplaceable;  // raced with the watch: no longer fits
         continue;
       }
@@ -131,11 +131,11 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
                         {{names.allocation, k8s::format_allocation(*chosen)}, {names.indices, k8s::format_indices(*chosen)}}, {}};
       auto r = k8s::post_binding(api, t);
       if (r.ok()) {
-        c.state().note_bound(req->uid);
+        c.state().reservations().settle(req->uid, k8s::Reservations::Settlement::kBindingAccepted);
         ++bound;
       } else {
         ++bind_failures;
-        c.state().forget(req->uid);
+        c.state().reservations().settle(req->uid, k8s::Reservations::Settlement::kNotBound);
       }
     } else if (op < 65 && !live.empty()) {
       const size_t i = rng() % live.size();
@@ -188,7 +188,7 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
   // What the reconciler (run periodically by `serve`) resolves with a GET,
   // then what only the TTL can.
   reconciled += k8s::reconcile_assumptions(api, c.state(), std::chrono::milliseconds(0));
-  const size_t phantoms = c.state().expire(scheduling::Clock::now() + c.state().assume_ttl());
+  const size_t phantoms = c.state().reservations().release_expired(scheduling::Clock::now() + c.state().reservations().ttl());
   EXPECT_EQ(c.wait_consistent(std::chrono::seconds(30)), "");
   EXPECT_EQ(c.state().read([](const auto& l) { return l.overcommitted_cards(); }), 0);
   EXPECT_EQ(annotations_overcommit(c.server()), "");

@@ -20,6 +20,12 @@
 
 namespace fracpack::testing {
 
+// A reservation chooser that picks `allocation` whatever the ledger holds
+// (the ledger still refuses it if it does not fit).
+inline k8s::Reservations::Chooser fixed_choice(scheduling::Allocation allocation) {
+  return [allocation = std::move(allocation)](const scheduling::Ledger&) -> Result<scheduling::Allocation> { return allocation; };
+}
+
 // A node with `gpus` identical cards described by GPU Feature Discovery labels.
 std::string node_object(const std::string& name, int gpus, int64_t memory_mib = 16384, const std::string& cpu = "64");
 
