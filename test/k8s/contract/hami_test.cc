@@ -37,6 +37,38 @@ std::string register_annotation(const std::string& value) {
   return R"("hami.io/node-nvidia-register":")" + escaped + "\"";
 }
 
+// The node lock is the contract's: its annotation is the profile's name for
+// it (the binders took the default name before, whatever the names said),
+// its expiry and whether binds take it come from the profile's options.
+TEST(HamiContract, TheNodeLockIsTheProfilesOwn) {
+  ASSERT_NE(kContract.node_lock(), nullptr);
+  EXPECT_EQ(kContract.node_lock()->options().annotation, "hami.io/mutex.lock");
+  EXPECT_TRUE(kContract.node_lock()->options().taken_by_binds);
+  ContractConfig c;
+  c.profile = "hami";
+  c.hami.node_lock = "example.com/node-lock";
+  c.hami_node_lock = false;
+  c.hami_node_lock_expire = std::chrono::seconds(30);
+  auto made = make_contract(c);
+  ASSERT_TRUE(made.ok()) << made.message();
+  const NodeLock* lock = (*made)->node_lock();
+  ASSERT_NE(lock, nullptr);
+  EXPECT_EQ(lock->options().annotation, "example.com/node-lock");
+  EXPECT_EQ(lock->options().expire, std::chrono::seconds(30));
+  EXPECT_FALSE(lock->options().taken_by_binds);
+  const auto now = std::chrono::system_clock::now();
+  // (Decoded with the profile's selection: it keeps the annotation it names.)
+  auto held = parse_node(R"({"metadata":{"name":"n1","annotations":{"example.com/node-lock":")" +
+                             format_node_lock(now - std::chrono::seconds(10), "team-a", "p") + R"("}}})",
+                         (*made)->selection());
+  ASSERT_TRUE(held.ok()) << held.message();
+  EXPECT_EQ(lock->held_by(*held, now), "team-a/p");
+  EXPECT_EQ(lock->held_by(*held, now + std::chrono::seconds(25)), "") << "older than nodeLockExpire";
+  EXPECT_EQ(kContract.node_lock()->held_by(*held, now), "") << "another annotation name";
+  c.profile = "fracpack";
+  EXPECT_EQ((*make_contract(c))->node_lock(), nullptr) << "fracpack's agent serves binds in any order";
+}
+
 TEST(HamiContract, RequestsFollowHamisRules) {
   auto r = request(R"("nvidia.com/gpu":"2","nvidia.com/gpumem":"3000","nvidia.com/gpucores":"30")");
   ASSERT_TRUE(r.ok()) << r.message();
