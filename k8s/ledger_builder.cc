@@ -344,7 +344,7 @@ bool LedgerBuilder::infer(const Pod& pod) {
   // 2. The cards its request would take now (the caller opened the node's
   // cordons: the pod is already there).
   static const scheduling::BestCardRanker kBest;
-  scheduling::FitResult fit = scheduling::fit(*req, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
+  scheduling::FitResult fit = scheduling::explain_fit(*req, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
   const std::string digest = sha256(record_message(uid, pod.node_name, record_keys_, pod.meta.annotations));
   if (!fit.fits) {
     // Keep its CPU and memory; with trusted records the node stays closed

@@ -6,10 +6,7 @@
 // the same shape. Entries are indexed by a caller's slot (the node's slot()
 // for the extender, its position in the order for the replay); the least
 // recently used demand goes past `max_demands`.
-//
-// judge() is the one verdict both use: fits (scheduling::fits), then the
-// policy's score and cards; when it does not fit and `explain`, why, and
-// whether it never could (scheduling::fit with the best-card ranker).
+// What is cached is judge()'s Verdict (scheduling/verdict.h).
 #pragma once
 
 #include <cstdint>
@@ -19,26 +16,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scheduling/fit.h"
 #include "scheduling/ledger.h"
-#include "scheduling/policy.h"
+#include "scheduling/verdict.h"
 
 namespace fracpack::scheduling {
-
-// A verdict is the policy's Evaluation (score and picks, meaningful when
-// fits) plus why not: judge() lets the policy write into it directly.
-struct Verdict : Evaluation {
-  bool fits = false;
-  bool unresolvable = false;  // no card of the node could ever take the pod
-  std::string reason;         // when !fits (and explained)
-};
 
 // Identifies pods with the same demand (everything but their names): their
 // verdicts on a node are the same.
 std::string demand_key(const PodRequest& pod);
-
-void judge(const PodRequest& pod, const NodeState& node, Policy& policy, const FitOptions& options, bool explain,
-           Verdict& out);
 
 class DecisionCache {
  public:

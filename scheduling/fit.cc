@@ -321,7 +321,7 @@ bool fits(const PodRequest& pod, const NodeState& node, const FitOptions& option
   return assign(pod, node, kIndex, picks);
 }
 
-FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker) {
+FitResult explain_fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker) {
   FitResult r;
   if (!node.present()) {
     r.reason = "node is not known to fracpack";

@@ -89,9 +89,9 @@ inline bool share_fits(const ContainerRequest& c, const Card& card, const CardUs
 bool kubelet_refuses(const PodRequest& pod, const NodeState& node);
 
 // Full check with the reason; the picks follow `ranker`.
-FitResult fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker);
+FitResult explain_fit(const PodRequest& pod, const NodeState& node, const FitOptions& options, const CardRanker& ranker);
 
-// The same answer as fit(...).fits, without building reasons or picks when the
+// The same answer as explain_fit(...).fits, without building reasons or picks when the
 // pod has a single GPU container (the common case): the replay's hot path.
 bool fits(const PodRequest& pod, const NodeState& node, const FitOptions& options);
 

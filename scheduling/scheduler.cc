@@ -93,7 +93,7 @@ std::string Scheduler::explain_failure(const PodRequest& pod) const {
   std::map<std::string, int> counts;
   static const BestCardRanker kBest;
   for (const NodeState* n : nodes_) {
-    FitResult r = fit(pod, *n, options_, kBest);
+    FitResult r = explain_fit(pod, *n, options_, kBest);
     if (!r.fits) {
       // Aggregate like kube-scheduler's "0/N nodes are available": drop the numbers.
       std::string reason = r.reason;

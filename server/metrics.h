@@ -74,7 +74,7 @@ class Metrics {
   std::unique_ptr<Impl> impl_;
 };
 
-// The label for a fit() rejection reason: cpu, memory, gpu_capacity,
+// The label for an explain_fit() rejection reason: cpu, memory, gpu_capacity,
 // gpu_model, gpu_count, no_gpus, unknown_node, other.
 std::string_view rejection_class(std::string_view reason);
 

@@ -44,7 +44,7 @@ struct SequenceOptions {
   scheduling::FitOptions fit;
   bool record_placements = false;
   bool record_events = false;
-  bool explain_failures = false;  // costs a full fit() per node for each failure
+  bool explain_failures = false;  // costs a full explain_fit() per node for each failure
 };
 
 struct SequenceResult {

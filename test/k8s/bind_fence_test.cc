@@ -1,7 +1,7 @@
 // The bind fence (k8s/bind_fence.h) against the test API server, and the
 // reconciler's over-commit check (confirm_overcommitted), which reads as the
 // fence reads and reports only what the API server confirms. What a fence's
-// read does to the ledger is ClusterState::catch_up (cluster_state_test.cc).
+// read does to the ledger is Reservations::recheck (reservations_test.cc).
 #include <gtest/gtest.h>
 
 #include <future>

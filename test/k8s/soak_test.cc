@@ -108,7 +108,7 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
         for (int n : order) {
           const auto* node = l.node("n" + std::to_string(n));
           if (node == nullptr) continue;
-          auto fit = scheduling::fit(*req, *node, scheduling::FitOptions{false}, kBest);
+          auto fit = scheduling::explain_fit(*req, *node, scheduling::FitOptions{false}, kBest);
           if (fit.fits) {
             chosen = scheduling::materialize(*req, *node, fit.picks);
             break;

@@ -76,18 +76,5 @@ TEST(DecisionCache, KeepsTheMostRecentDemands) {
   EXPECT_EQ(cache.entries(pod("p", 1, 500), 2)[0].version, 0u) << "evicted by the other demand";
 }
 
-TEST(DecisionCache, JudgeExplainsOnlyWhenAsked) {
-  Ledger l;
-  l.upsert_node(node("a", 1));
-  auto policy = make_policy("bestfit", PolicyOptions{}).value();
-  Verdict quiet, explained;
-  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, false, quiet);
-  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, true, explained);
-  EXPECT_FALSE(quiet.fits);
-  EXPECT_TRUE(quiet.reason.empty());
-  EXPECT_FALSE(explained.fits);
-  EXPECT_FALSE(explained.reason.empty());
-}
-
 }  // namespace
 }  // namespace fracpack::scheduling

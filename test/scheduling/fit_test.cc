@@ -18,7 +18,7 @@ PodFacts facts(const PodRequest& p) { return PodFacts{p.uid, p.key(), p.cpu_mill
 
 // Places `p` with the best ranker and commits it; returns the card indices.
 std::vector<int> place(Ledger& l, const std::string& node_name, const PodRequest& p) {
-  FitResult r = fit(p, *l.node(node_name), FitOptions{}, kBest);
+  FitResult r = explain_fit(p, *l.node(node_name), FitOptions{}, kBest);
   EXPECT_TRUE(r.fits) << r.reason;
   if (!r.fits) return {};
   Allocation a = materialize(p, *l.node(node_name), r.picks);
@@ -37,7 +37,7 @@ TEST(Fit, SharesPackOntoTheFullestCardThatFits) {
   EXPECT_EQ(place(l, "n", pod("b", 1, 300)), std::vector<int>{0});  // 400 free on card 0: fits there
   EXPECT_EQ(place(l, "n", pod("c", 1, 200)), std::vector<int>{1});  // only 100 left on 0
   EXPECT_EQ(place(l, "n", pod("d", 2, 1000)), (std::vector<int>{2, 3}));
-  FitResult r = fit(pod("e", 1, 900), *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(pod("e", 1, 900), *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_FALSE(r.unresolvable);
   EXPECT_NE(r.reason.find("insufficient GPU"), std::string::npos) << r.reason;
@@ -50,7 +50,7 @@ TEST(Fit, MemoryIsASecondDimension) {
   Ledger l;
   l.upsert_node(node("n", 1, 16384));
   place(l, "n", pod("a", 1, 100, 12000));
-  FitResult r = fit(pod("b", 1, 100, 8192), *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(pod("b", 1, 100, 8192), *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_NE(r.reason.find("8192 MiB"), std::string::npos) << r.reason;
   EXPECT_TRUE(fits(pod("c", 1, 100, 4384), *l.node("n"), FitOptions{}));
@@ -67,25 +67,25 @@ TEST(Fit, UnresolvableReasons) {
   l.upsert_node(node("n", 2, 16384, "T4"));
   PodRequest p = pod("a", 1, 500);
   p.allowed_models = {"V100M16", "V100M32"};
-  FitResult r = fit(p, *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(p, *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_EQ(r.reason, "no GPU of model V100M16|V100M32 (node has T4)");
 
-  r = fit(pod("b", 4, 1000), *l.node("n"), FitOptions{}, kBest);
+  r = explain_fit(pod("b", 4, 1000), *l.node("n"), FitOptions{}, kBest);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_NE(r.reason.find("needs 4 GPUs, node has 2 GPUs"), std::string::npos) << r.reason;
 
-  r = fit(pod("c", 1, 100, 40000), *l.node("n"), FitOptions{}, kBest);
+  r = explain_fit(pod("c", 1, 100, 40000), *l.node("n"), FitOptions{}, kBest);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_NE(r.reason.find("40000 MiB"), std::string::npos) << r.reason;
 
   l.upsert_node(node("empty", 0));
-  r = fit(pod("d", 1, 100), *l.node("empty"), FitOptions{}, kBest);
+  r = explain_fit(pod("d", 1, 100), *l.node("empty"), FitOptions{}, kBest);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_EQ(r.reason, "node has no fracpack GPUs");
   // A pod without GPU requests fits a GPU-less node.
-  EXPECT_TRUE(fit(pod("e", 0, 0), *l.node("empty"), FitOptions{}, kBest).fits);
+  EXPECT_TRUE(explain_fit(pod("e", 0, 0), *l.node("empty"), FitOptions{}, kBest).fits);
 }
 
 TEST(Fit, UuidListsAndCordonedOrUnhealthyCards) {
@@ -95,7 +95,7 @@ TEST(Fit, UuidListsAndCordonedOrUnhealthyCards) {
   spec.cards[1].cordoned = true;
   l.upsert_node(spec);
   EXPECT_EQ(place(l, "n", pod("a", 1, 100)), std::vector<int>{2});
-  FitResult r = fit(pod("b", 2, 100), *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(pod("b", 2, 100), *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_FALSE(r.unresolvable) << "health and cordons can change";
   EXPECT_NE(r.reason.find("unhealthy or cordoned"), std::string::npos) << r.reason;
@@ -114,13 +114,13 @@ TEST(Fit, NodeResourcesWhenAsked) {
   Ledger l;
   l.upsert_node(node("n", 1, 16384, "T4", 4000, int64_t{8} << 30));
   PodRequest p = pod("a", 1, 100, 0, 5000);
-  FitResult r = fit(p, *l.node("n"), FitOptions{true}, kBest);
+  FitResult r = explain_fit(p, *l.node("n"), FitOptions{true}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_EQ(r.reason, "insufficient cpu: needs 5000m, 4000m free");
-  EXPECT_TRUE(fit(p, *l.node("n"), FitOptions{false}, kBest).fits);
+  EXPECT_TRUE(explain_fit(p, *l.node("n"), FitOptions{false}, kBest).fits);
   p.cpu_milli = 100;
   p.memory_bytes = int64_t{9} << 30;
-  r = fit(p, *l.node("n"), FitOptions{true}, kBest);
+  r = explain_fit(p, *l.node("n"), FitOptions{true}, kBest);
   EXPECT_NE(r.reason.find("insufficient memory"), std::string::npos) << r.reason;
 }
 
@@ -138,7 +138,7 @@ TEST(Fit, SingleNumaNode) {
   EXPECT_EQ(place(l, "n", p), (std::vector<int>{2, 3}));  // numa 0 has only one card with 60% free
   PodRequest q = pod("c", 3, 100);
   q.numa_single = true;
-  FitResult r = fit(q, *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(q, *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_NE(r.reason.find("one NUMA node"), std::string::npos) << r.reason;
@@ -162,7 +162,7 @@ TEST(Fit, SeveralContainersAreAssignedTogether) {
     c.cores = cores;
     p.containers.push_back(c);
   }
-  FitResult r = fit(p, *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(p, *l.node("n"), FitOptions{}, kBest);
   ASSERT_TRUE(r.fits) << r.reason;
   EXPECT_TRUE(fits(p, *l.node("n"), FitOptions{}));
   ASSERT_TRUE(l.assume(facts(p), materialize(p, *l.node("n"), r.picks), Clock::time_point::max()).ok());
@@ -179,7 +179,7 @@ TEST(Fit, SeveralContainersAreAssignedTogether) {
   other.cards = 1;
   other.cores = 600;
   q.containers.push_back(other);
-  r = fit(q, *m.node("m"), FitOptions{}, kBest);
+  r = explain_fit(q, *m.node("m"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_NE(r.reason.find("do not fit together"), std::string::npos) << r.reason;
 }
@@ -195,7 +195,7 @@ TEST(Fit, InitContainersBorrowTheirPodsShares) {
   init.cards = 1;
   init.cores = 300;
   p.containers.push_back(init);
-  FitResult r = fit(p, *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(p, *l.node("n"), FitOptions{}, kBest);
   ASSERT_TRUE(r.fits) << r.reason;
   Allocation a = materialize(p, *l.node("n"), r.picks);
   // The init container runs on the card the app share already holds, at no extra cost.
@@ -210,7 +210,7 @@ TEST(Fit, InitContainersBorrowTheirPodsShares) {
   ContainerRequest big_init = init;
   big_init.cores = 700;
   q.containers.push_back(big_init);
-  r = fit(q, *m.node("m"), FitOptions{}, kBest);
+  r = explain_fit(q, *m.node("m"), FitOptions{}, kBest);
   ASSERT_TRUE(r.fits) << r.reason;
   ASSERT_TRUE(m.assume(facts(q), materialize(q, *m.node("m"), r.picks), Clock::time_point::max()).ok());
   EXPECT_EQ(m.node("m")->use()[0].cores, 700);
@@ -219,7 +219,7 @@ TEST(Fit, InitContainersBorrowTheirPodsShares) {
 TEST(Fit, UnknownNode) {
   Ledger l;
   l.confirm(PodFacts{"u", "d/u", 0, 0}, Allocation{"ghost", {}});
-  FitResult r = fit(pod("a", 1, 100), *l.node("ghost"), FitOptions{}, kBest);
+  FitResult r = explain_fit(pod("a", 1, 100), *l.node("ghost"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_EQ(r.reason, "node is not known to fracpack");
 }
@@ -237,7 +237,7 @@ TEST(Fit, ACardsSharerLimitCountsContainerShares) {
   EXPECT_EQ(l.node("n")->use()[0].sharers, 2);
   EXPECT_EQ(place(l, "n", pod("d", 1, 100, 1000)), std::vector<int>{1});
   EXPECT_FALSE(fits(pod("e", 1, 10, 10), *l.node("n"), FitOptions{}));
-  FitResult r = fit(pod("e", 1, 10, 10), *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(pod("e", 1, 10, 10), *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_FALSE(r.unresolvable);  // they free up as pods leave
   // The ledger refuses a reservation past the limit, naming it.
@@ -296,7 +296,7 @@ TEST(Fit, ModelListsMatchWholeNamesOrPartsIgnoringCase) {
   q.excluded_models = {"v100", "H100"};
   EXPECT_EQ(place(l, "n", q), std::vector<int>{1});
   q.excluded_models = {"nvidia"};
-  FitResult r = fit(q, *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(q, *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_NE(r.reason.find("model/UUID constraints"), std::string::npos) << r.reason;
@@ -320,7 +320,7 @@ TEST(Fit, AnExcludedNodeSaysWhy) {
   NodeSpec spec = node("n", 0);
   spec.excluded = "node n's GPUs are registered for HAMi (annotation hami.io/node-nvidia-register)";
   l.upsert_node(spec);
-  FitResult r = fit(pod("a", 1, 100), *l.node("n"), FitOptions{}, kBest);
+  FitResult r = explain_fit(pod("a", 1, 100), *l.node("n"), FitOptions{}, kBest);
   EXPECT_FALSE(r.fits);
   EXPECT_TRUE(r.unresolvable);
   EXPECT_EQ(r.reason, spec.excluded);

@@ -292,7 +292,7 @@ TEST(Contract, CardsAreNotOfferedWhileTheAgentsPluginIsNotRegistered) {
   ledger.upsert_node(*unregistered);
   auto req = request(R"("fracpack.io/gpu":"1")");
   ASSERT_TRUE(req.ok());
-  const auto fit = scheduling::fit(*req, *ledger.node("g1"), {}, scheduling::BestCardRanker{});
+  const auto fit = scheduling::explain_fit(*req, *ledger.node("g1"), {}, scheduling::BestCardRanker{});
   EXPECT_FALSE(fit.fits);
   EXPECT_NE(fit.reason.find("not registered with kubelet"), std::string::npos) << fit.reason;
 }
@@ -318,7 +318,7 @@ TEST(Contract, InitContainerSharesAreRefusedOnKubeletsBefore131) {
     ASSERT_TRUE(spec.ok());
     scheduling::Ledger ledger;
     ledger.upsert_node(*spec);
-    const auto fit = scheduling::fit(*with_init_share, *ledger.node("g1"), {}, scheduling::BestCardRanker{});
+    const auto fit = scheduling::explain_fit(*with_init_share, *ledger.node("g1"), {}, scheduling::BestCardRanker{});
     EXPECT_EQ(fit.fits, fits) << version << ": " << fit.reason;
     EXPECT_EQ(scheduling::fits(*with_init_share, *ledger.node("g1"), {}), fits) << version;
     if (!fits) {

@@ -1,0 +1,51 @@
+// The one verdict the extender and the replay share (scheduling/verdict.h).
+#include "scheduling/verdict.h"
+
+#include <gtest/gtest.h>
+
+#include "test/support/testlib.h"
+
+namespace fracpack::scheduling {
+namespace {
+
+using fracpack::testing::node;
+using fracpack::testing::pod;
+
+TEST(Verdict, JudgeExplainsOnlyWhenAsked) {
+  Ledger l;
+  l.upsert_node(node("a", 1));
+  auto policy = make_policy("bestfit", PolicyOptions{}).value();
+  Verdict quiet, explained;
+  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, false, quiet);
+  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, true, explained);
+  EXPECT_FALSE(quiet.fits);
+  EXPECT_TRUE(quiet.reason.empty());
+  EXPECT_FALSE(explained.fits);
+  EXPECT_FALSE(explained.reason.empty());
+}
+
+TEST(Verdict, AFitsTheScoreAndCardsOfThePolicy) {
+  Ledger l;
+  l.upsert_node(node("a", 2));
+  auto policy = make_policy("bestfit", PolicyOptions{}).value();
+  Verdict v;
+  v.reason = "left from an earlier use";
+  judge(pod("p", 1, 500), *l.node("a"), *policy, FitOptions{}, true, v);
+  EXPECT_TRUE(v.fits);
+  EXPECT_TRUE(v.reason.empty()) << "a reused verdict is cleared";
+  EXPECT_FALSE(v.unresolvable);
+  EXPECT_EQ(v.picks.size, 1);
+}
+
+TEST(Verdict, APodNoCardCouldEverTakeIsUnresolvable) {
+  Ledger l;
+  l.upsert_node(node("a", 1));
+  auto policy = make_policy("bestfit", PolicyOptions{}).value();
+  Verdict v;
+  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, true, v);
+  EXPECT_FALSE(v.fits);
+  EXPECT_TRUE(v.unresolvable) << v.reason;
+}
+
+}  // namespace
+}  // namespace fracpack::scheduling
