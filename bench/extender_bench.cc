@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "k8s/contract/fracpack.h"
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "k8s/snapshot.h"
 #include "server/daemon.h"
 #include "server/http_server.h"

@@ -5,7 +5,7 @@
 //           then Allocate, the matcher finding the pod among W other waiting
 //           pods (which ask another device count, so they are scanned, not
 //           chosen); p50 / p99 per container.
-//   health  a card turning unhealthy (NodeState::mark_unhealthy, as the NVML
+//   health  a card turning unhealthy (DevicesAndPods::mark_unhealthy, as the NVML
 //           health thread calls it) until kubelet's ListAndWatch stream has the
 //           new list; p50 / p99.
 //
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "node/device_plugin.h"
-#include "node/node_state.h"
+#include "node/devices_and_pods.h"
 #include "test/support/kubelet_double.h"
 #include "test/support/waiting_pods.h"
 
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   std::vector<node::GpuDevice> devices;
   for (int i = 0; i < 8; ++i) devices.push_back(card(i));
-  node::NodeState state;
+  node::DevicesAndPods state;
   state.set_devices(devices);
   node::DevicePluginOptions options;
   options.plugin_dir = dir;

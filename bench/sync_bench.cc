@@ -38,7 +38,7 @@
 #include "k8s/cluster_state.h"
 #include "k8s/contract/fracpack.h"
 #include "k8s/informer.h"
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 #include "k8s/objects.h"
 #include "test/support/fake_apiserver.h"
 
@@ -261,7 +261,7 @@ void in_memory_breakdown(int nodes, int pods) {
     for (int r = 0; r < 5; ++r) {
       before();
       const auto t0 = std::chrono::steady_clock::now();
-      k8s::ListSplitter splitter;
+      ListSplitter splitter;
       for (size_t off = 0; off < body.size(); off += 65536) {
         if (Status st = splitter.feed(std::string_view(body).substr(off, 65536), on_item); !st.ok()) {
           std::fprintf(stderr, "sync_bench: %s\n", st.message().c_str());

@@ -1,6 +1,6 @@
 #include "common/error_body.h"
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 
 namespace fracpack {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack {
 

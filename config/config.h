@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "k8s/contract/profiles.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::config {
 

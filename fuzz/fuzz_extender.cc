@@ -6,7 +6,7 @@
 #include <string>
 
 #include "k8s/contract/fracpack.h"
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

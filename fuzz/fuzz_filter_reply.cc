@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/contract/fracpack.h"
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fracpack::k8s::Selection selection = fracpack::k8s::ContractNames{}.selection();

@@ -11,12 +11,12 @@
 #include <cstdint>
 #include <string>
 
-#include "k8s/json_check.h"
+#include "common/json/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static simdjson::dom::parser parser;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  const bool checked = fracpack::k8s::check_json_text(text, "").ok();
+  const bool checked = fracpack::check_json_text(text, "").ok();
   if (!simdjson::validate_utf8(text.data(), text.size())) return 0;
   auto error = parser.parse(text).error();
   if (error == simdjson::NUMBER_ERROR) {

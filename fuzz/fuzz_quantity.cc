@@ -1,4 +1,4 @@
-// libFuzzer: Kubernetes quantities (kubernetes-protocol.md §8.4). A parsed
+// libFuzzer: Kubernetes quantities (../shared/reference/kubernetes-protocol.md §8.4). A parsed
 // quantity converts without overflow or crash; extended-resource values are
 // non-negative integers or errors.
 #include <cstdint>

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "k8s/contract/fracpack.h"
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 #include "k8s/objects.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fracpack::k8s::Selection selection = fracpack::k8s::ContractNames{}.selection();
   const size_t piece = 1 + data[0] % 64;
   const std::string_view stream(reinterpret_cast<const char*>(data) + 1, size - 1);
-  fracpack::k8s::ObjectSplitter splitter;
+  fracpack::ObjectSplitter splitter;
   for (size_t at = 0; at < stream.size(); at += piece) {
     auto s = splitter.feed(stream.substr(at, piece), [&](std::string_view object) {
       if (auto e = fracpack::k8s::parse_watch_event(object)) {

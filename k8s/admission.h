@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 
@@ -38,7 +38,7 @@ struct TlsOptions {
 };
 
 // A bearer token, fixed or read from a file that the kubelet rotates
-// (kubernetes-protocol.md §6.2): re-read when older than the refresh period
+// (../shared/reference/kubernetes-protocol.md §6.2): re-read when older than the refresh period
 // and after any 401. Reads reopen the path each time (the file is a symlink
 // swapped atomically). Thread-safe.
 class TokenSource {

@@ -1,12 +1,12 @@
 // Where the API server is and how to authenticate to it
-// (kubernetes-protocol.md §6): the in-cluster service account, or a
+// (../shared/reference/kubernetes-protocol.md §6): the in-cluster service account, or a
 // kubeconfig file (--kubeconfig, $KUBECONFIG, ~/.kube/config).
 #pragma once
 
 #include <string>
 
 #include "k8s/api_client.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -41,7 +41,7 @@
 // Reservations::recheck (k8s/reservations.h) then applies the bound pods the ledger lacks, as
 // their watch events would, and re-checks the bind's reservation beside
 // them. Only resourceVersion strings the server gave are sent back; none is
-// compared or ordered here (kubernetes-protocol.md §4.6).
+// compared or ordered here (../shared/reference/kubernetes-protocol.md §4.6).
 //
 // What this cannot close: a Binding another writer posts after step 2 and
 // before this bind's own Binding lands (milliseconds, or an old leader's

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 
 namespace fracpack::k8s {
 

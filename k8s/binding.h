@@ -1,4 +1,4 @@
-// Binding a pod to a node through the API server (kubernetes-protocol.md
+// Binding a pod to a node through the API server (../shared/reference/kubernetes-protocol.md
 // §5.1): POST .../pods/{name}/binding with the pod's UID as a precondition
 // and the allocation annotations in the Binding's metadata, so nodeName and
 // the record are one atomic write. Idempotent: a 409 naming the same node,

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "k8s/json.h"
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 
 #if defined(__x86_64__) && !SIMDJSON_CAN_ALWAYS_RUN_HASWELL && !defined(FRACPACK_ALLOW_SLOW_JSON)
 #error "simdjson would use its portable fallback kernel here: build with -march=x86-64-v3 -mpclmul (FRACPACK_ARCH)"
@@ -355,20 +355,14 @@ Result<ListMeta> parse_list_meta(std::string_view text) {
 
 namespace {
 
-size_t skip_space(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
-  return i;
-}
-
-// The string starting at s[i] (a quote): its raw content; `i` moves past
-// the closing quote. False if it does not end.
+// A string starting at s[i] (a quote): its raw content; `i` moves past the
+// closing quote. False if it does not end.
 bool scan_string(std::string_view s, size_t& i, std::string_view& content) {
-  const size_t begin = i + 1;
-  size_t j = begin;
-  while (j < s.size() && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
-  if (j >= s.size()) return false;
-  content = s.substr(begin, j - begin);
-  i = j + 1;
+  bool escaped = false;
+  const size_t end = string_end(s, i, escaped);
+  if (end == std::string_view::npos) return false;
+  content = s.substr(i + 1, end - i - 2);
+  i = end;
   return true;
 }
 
@@ -394,16 +388,12 @@ Result<WatchEvent> parse_watch_event(std::string_view text) {
       const size_t value_begin = i;
       std::string_view str;
       bool is_string = false;
-      if (text[i] == '{' || text[i] == '[') {
-        JsonScanner scanner;
-        scanner.step(text[i]);
-        i += 1 + scanner.skip_to_depth(text.substr(i + 1), 0);
-        if (scanner.depth() != 0) return bad("truncated");
-      } else if (text[i] == '"') {
+      if (text[i] == '"') {
         if (!scan_string(text, i, str)) return bad("unterminated string");
         is_string = true;
       } else {
-        while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ' ' && text[i] != '\n') ++i;
+        i = value_end(text, i);
+        if (i == std::string_view::npos) return bad("truncated");
       }
       const std::string_view value = text.substr(value_begin, i - value_begin);
       if (key == "type") {

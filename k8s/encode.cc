@@ -1,6 +1,6 @@
 // Encoders of the reduced objects (objects.h): what fracpack knows of a
 // node, pod or ConfigMap, as JSON a List (a snapshot) can hold.
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "k8s/objects.h"
 
 namespace fracpack::k8s {

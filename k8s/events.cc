@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "common/time.h"
 
 namespace fracpack::k8s {

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 #include "k8s/objects.h"
 
 namespace fracpack::k8s {

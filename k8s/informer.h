@@ -1,6 +1,6 @@
 // An informer: keeps a sink in step with one kind of object on the API
 // server by list+watch, following client-go's reflector
-// (kubernetes-protocol.md §4.5):
+// (../shared/reference/kubernetes-protocol.md §4.5):
 //
 //   LIST  paginated (limit/continue), streamed item by item; the sink's
 //         store is *replaced* (what the list lacks is gone); a 410 on a
@@ -40,7 +40,7 @@ namespace fracpack::k8s {
 enum class WatchEventType { kAdded, kModified, kDeleted };
 
 // The pods fracpack follows: finished pods hold nothing (kube-scheduler's own
-// pod informer uses the same selector, kubernetes-protocol.md §4.4).
+// pod informer uses the same selector, ../shared/reference/kubernetes-protocol.md §4.4).
 inline constexpr const char* kLivePodsSelector = "status.phase!=Succeeded,status.phase!=Failed";
 
 // Where an informer delivers objects (raw JSON, decoded by the sink).

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "k8s/objects.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -1,5 +1,5 @@
 // HAMi's per-node lock, taken as HAMi's own scheduler takes it
-// (node-side.md §A2.4): node annotation hami.io/mutex.lock =
+// (../shared/reference/node-side.md §A2.4): node annotation hami.io/mutex.lock =
 // "<RFC 3339 time>,<namespace>,<pod>", set with a merge patch that carries
 // the node's resourceVersion (two writers cannot both take it). HAMi's
 // device plugin serves the pod the lock names at Allocate, then releases it;
@@ -24,7 +24,7 @@
 #include "k8s/api_client.h"
 #include "k8s/binding.h"
 #include "k8s/objects.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

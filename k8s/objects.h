@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "k8s/objects.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -51,7 +51,7 @@
 
 #include "k8s/objects.h"
 #include "scheduling/ledger.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "k8s/api_client.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

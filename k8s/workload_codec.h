@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 #include "scheduling/workload.h"
 
 namespace fracpack::k8s {

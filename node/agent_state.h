@@ -22,7 +22,7 @@
 #include <string>
 
 #include "node/allocation_matcher.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::node {
 

@@ -1,5 +1,5 @@
 // Which container is kubelet admitting? kubelet's Allocate carries device
-// IDs only (node-side.md §B1.3, §B2): the agent finds the container from
+// IDs only (../shared/reference/node-side.md §B1.3, §B2): the agent finds the container from
 // the allocation records the extender wrote at bind (fracpack.io/allocation)
 // on the pods bound to its node, and answers with exactly the cards the
 // record names, or refuses.
@@ -64,7 +64,7 @@
 #include <vector>
 
 #include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::node {
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "k8s/contract/fracpack.h"
-#include "k8s/contract/kubernetes_rules.h"
+#include "common/text.h"
 #include "node/api/deviceplugin.grpc.pb.h"
 
 namespace fracpack::node {
@@ -59,7 +59,7 @@ const GpuDevice* device_of_id(const std::vector<GpuDevice>& devices, const std::
   for (const GpuDevice& d : devices) {
     const std::string prefix = id_prefix(d, slots);
     int slot = -1;
-    if (id.compare(0, prefix.size(), prefix) == 0 && k8s::parse_decimal(std::string_view(id).substr(prefix.size()), slot) &&
+    if (id.compare(0, prefix.size(), prefix) == 0 && parse_decimal(std::string_view(id).substr(prefix.size()), slot) &&
         slot >= 0 && slot < slots) {
       return &d;
     }
@@ -109,7 +109,7 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
   env["FRACPACK_GPU_UUIDS"] = join(uuids);
   env["FRACPACK_GPU_MEMORY_MIB"] = join(memory);
   env["FRACPACK_GPU_CORES_PERCENT"] = join(cores);
-  // HAMi-core's limits (node-side.md §A2.6), for containers that run it:
+  // HAMi-core's limits (../shared/reference/node-side.md §A2.6), for containers that run it:
   // per visible card in order, and the first card's compute percent.
   for (size_t i = 0; i < chosen.size(); ++i) {
     if (a.cards[i].memory_mib > 0 && a.cards[i].memory_mib < chosen[i]->memory_mib) {
@@ -140,7 +140,7 @@ void report(const DevicePluginOptions& options, bool problem, const std::string&
 
 class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service {
  public:
-  Service(const DevicePluginOptions& options, NodeState& state, DevicePluginStats& stats)
+  Service(const DevicePluginOptions& options, DevicesAndPods& state, DevicePluginStats& stats)
       : options_(options), state_(state), stats_(stats) {}
 
   void stop() { stopping_ = true; }
@@ -248,7 +248,7 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
 
  private:
   const DevicePluginOptions& options_;
-  NodeState& state_;
+  DevicesAndPods& state_;
   DevicePluginStats& stats_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> streams_{0};
@@ -256,7 +256,7 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
   std::atomic<std::chrono::steady_clock::rep> last_stream_end_ns_{0};
 };
 
-DevicePluginServer::DevicePluginServer(DevicePluginOptions options, NodeState& state)
+DevicePluginServer::DevicePluginServer(DevicePluginOptions options, DevicesAndPods& state)
     : options_(std::move(options)), state_(state) {}
 
 DevicePluginServer::~DevicePluginServer() { shutdown(); }

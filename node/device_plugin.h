@@ -1,9 +1,9 @@
-// The kubelet device plugin (API v1beta1, node-side.md §B1): registers the
+// The kubelet device plugin (API v1beta1, ../shared/reference/node-side.md §B1): registers the
 // contract's card resource (fracpack.io/gpu) with kubelet, advertises each
 // card as `slots` device IDs so several containers can share it, streams
 // their health (ListAndWatch), steers kubelet to the chosen card's IDs
 // (GetPreferredAllocation) and answers Allocate with the cards the
-// extender's allocation record names (NodeState / AllocationMatcher).
+// extender's allocation record names (DevicesAndPods / AllocationMatcher).
 //
 // Device IDs are tokens: "<card UUID>-<slot>". kubelet hands each out once,
 // so a card's `slots` bound how many containers hold it at once; the agent
@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "node/node_state.h"
-#include "scheduling/result.h"
+#include "node/devices_and_pods.h"
+#include "common/result.h"
 
 namespace v1beta1 {
 class ContainerAllocateResponse;
@@ -45,7 +45,7 @@ struct DevicePluginOptions {
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string socket = "fracpack-gpu.sock";
   int slots = 32;  // device IDs per card
-  // What Allocate hands the container runtime (node-side.md §B4).
+  // What Allocate hands the container runtime (../shared/reference/node-side.md §B4).
   bool visible_devices_env = true;  // NVIDIA_VISIBLE_DEVICES=<uuid>,...
   bool cdi = true;                  // cdi_devices: <cdi_kind>=<uuid>
   std::string cdi_kind = "nvidia.com/gpu";
@@ -89,7 +89,7 @@ struct DevicePluginStats {
 
 class DevicePluginServer {
  public:
-  DevicePluginServer(DevicePluginOptions options, NodeState& state);
+  DevicePluginServer(DevicePluginOptions options, DevicesAndPods& state);
   ~DevicePluginServer();
 
   // Serves and registers; on failure says why (kubelet not there yet: the
@@ -122,7 +122,7 @@ class DevicePluginServer {
   uint64_t streams_opened();
 
   DevicePluginOptions options_;
-  NodeState& state_;
+  DevicesAndPods& state_;
   DevicePluginStats stats_;
   std::unique_ptr<Service> service_;
   std::mutex mu_;

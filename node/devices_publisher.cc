@@ -1,6 +1,6 @@
 #include "node/devices_publisher.h"
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "k8s/objects.h"
 
 namespace fracpack::node {

@@ -10,7 +10,7 @@
 
 namespace fracpack::node {
 
-// The NVML declarations fracpack uses (node-side.md §B3; go-nvml's
+// The NVML declarations fracpack uses (../shared/reference/node-side.md §B3; go-nvml's
 // gen/nvml/nvml.h for the layouts).
 extern "C" {
 using nvmlReturn_t = int;

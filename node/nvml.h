@@ -1,4 +1,4 @@
-// NVML, loaded at run time with dlopen (node-side.md §B3): the node agent
+// NVML, loaded at run time with dlopen (../shared/reference/node-side.md §B3): the node agent
 // needs a dozen functions and no NVIDIA header package exists, so the few
 // types and prototypes are declared in nvml.cc, as go-nvml binds them:
 // versioned symbols (nvmlInit_v2, ..._v2) with a fallback to the plain
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::node {
 

@@ -7,11 +7,11 @@ std::string pods_on_node_selector(const std::string& node) {
   return "spec.nodeName=" + node + "," + k8s::kLivePodsSelector;
 }
 
-PodWatch::PodWatch(NodeState& state, std::string node, RecordRules rules, k8s::Selection selection)
+PodWatch::PodWatch(DevicesAndPods& state, std::string node, RecordRules rules, k8s::Selection selection)
     : state_(state), node_(std::move(node)), rules_(std::move(rules)), selection_(std::move(selection)) {}
 
 std::optional<WaitingPod> PodWatch::waiting(const k8s::Pod& pod) const {
-  if (pod.node_name != node_ || !may_wait(pod) || !asks_devices(pod, rules_.resource)) return std::nullopt;
+  if (pod.node_name != node_ || !may_wait(pod) || !asks_devices(pod, contract_of(rules_).device_resource())) return std::nullopt;
   return waiting_pod(pod, rules_, node_);
 }
 
@@ -28,7 +28,7 @@ void PodWatch::place(const k8s::Pod& pod, bool deleted, std::map<std::string, Wa
   }
   waiting_pods.erase(uid);
   // Not waiting (any more): while it lives here, what it holds counts.
-  if (deleted || pod.node_name != node_ || pod.terminal() || !asks_devices(pod, rules_.resource)) {
+  if (deleted || pod.node_name != node_ || pod.terminal() || !asks_devices(pod, contract_of(rules_).device_resource())) {
     live.erase(uid);
   } else {
     live[uid] = live_pod(pod, rules_, node_);

@@ -2,7 +2,7 @@
 // (list+watch of /api/v1/pods with fieldSelector spec.nodeName=<node>, the
 // query kubelet itself makes) that keeps the pods still waiting for
 // kubelet's Allocate (records.h: may_wait) with the containers that ask the
-// agent's resource, and hands them to NodeState's matcher on every change.
+// agent's resource, and hands them to DevicesAndPods's matcher on every change.
 // A pod that asks nothing of the resource never reaches the matcher. The
 // order pods are first seen bound is their `arrival` (the matcher's
 // tie-break: kubelet admits them in that order).
@@ -15,7 +15,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/informer.h"
 #include "k8s/objects.h"
-#include "node/node_state.h"
+#include "node/devices_and_pods.h"
 #include "node/records.h"
 
 namespace fracpack::node {
@@ -25,7 +25,7 @@ std::string pods_on_node_selector(const std::string& node);
 
 class PodWatch : public k8s::InformerSink {
  public:
-  PodWatch(NodeState& state, std::string node, RecordRules rules, k8s::Selection selection);
+  PodWatch(DevicesAndPods& state, std::string node, RecordRules rules, k8s::Selection selection);
 
   void begin_list(bool consistent) override;
   Status list_item(std::string_view object_json) override;
@@ -49,7 +49,7 @@ class PodWatch : public k8s::InformerSink {
              uint64_t arrival);
   void publish();  // with mu_ held
 
-  NodeState& state_;
+  DevicesAndPods& state_;
   const std::string node_;
   const RecordRules rules_;
   const k8s::Selection selection_;

@@ -24,55 +24,80 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots,
   return k8s::format_devices(cards, registered);
 }
 
-bool asks_devices(const k8s::Pod& pod, const std::string& resource) {
-  auto asks_in = [&resource](const std::vector<k8s::Container>& cs) {
-    return std::any_of(cs.begin(), cs.end(), [&resource](const k8s::Container& c) {
-      const std::string* limit = k8s::find(c.limits, resource);
-      return limit != nullptr && *limit != "0";
-    });
+bool kubelet_allocates(const k8s::Container& container, const std::string& device_resource) {
+  const std::string* limit = k8s::find(container.limits, device_resource);
+  return limit != nullptr && *limit != "0";
+}
+
+bool asks_devices(const k8s::Pod& pod, const std::string& device_resource) {
+  auto asks_in = [&device_resource](const std::vector<k8s::Container>& cs) {
+    return std::any_of(cs.begin(), cs.end(), [&device_resource](const k8s::Container& c) { return kubelet_allocates(c, device_resource); });
   };
   return asks_in(pod.init_containers) || asks_in(pod.containers);
+}
+
+const k8s::Contract& contract_of(const RecordRules& rules) {
+  static const k8s::FracpackContract kDefault;
+  return rules.contract ? *rules.contract : kDefault;
 }
 
 bool may_wait(const k8s::Pod& pod) { return !pod.node_name.empty() && !pod.terminal() && !pod.meta.deleting && pod.phase != "Running"; }
 
 namespace {
 
-// The containers that ask `resource`, in kubelet's Allocate order.
-Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const std::string& resource) {
-  std::vector<GpuContainer> out;
-  auto add = [&](const k8s::Container& c, bool init) -> Status {
-    const std::string* limit = k8s::find(c.limits, resource);
-    int n = 0;
-    if (limit == nullptr) return Status::Ok();
-    if (!k8s::parse_decimal(*limit, n) || n < 0 || n > 64) {
-      return Error{"container " + c.name + ": resources.limits[" + resource + "]: " + k8s::in_quotes(*limit) + " is not a device count 0..64"};
+// The containers kubelet allocates, in its Allocate order, each with the
+// cards the contract's request gives it (the extender's rule).
+Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const k8s::Contract& contract) {
+  auto request = contract.pod_request(pod);
+  if (!request) return request.error();
+  const std::string resource = contract.device_resource();
+  auto spec_of = [&pod](const std::string& name) -> const k8s::Container* {
+    for (const auto* list : {&pod.init_containers, &pod.containers}) {
+      for (const k8s::Container& c : *list) {
+        if (c.name == name) return &c;
+      }
     }
-    if (n > 0) out.push_back(GpuContainer{c.name, init, n});
-    return Status::Ok();
+    return nullptr;
   };
-  for (const k8s::Container& c : pod.init_containers) {
-    if (Status s = add(c, true); !s.ok()) return Error{s.message()};
-  }
-  for (const k8s::Container& c : pod.containers) {
-    if (Status s = add(c, false); !s.ok()) return Error{s.message()};
+  std::vector<GpuContainer> out;
+  // The request lists init containers (sidecars among them) in the pod's
+  // order, then app containers: kubelet's Allocate order.
+  for (const scheduling::ContainerRequest& c : request->containers) {
+    const k8s::Container* spec = spec_of(c.name);
+    if (spec == nullptr || !kubelet_allocates(*spec, resource)) continue;
+    out.push_back(GpuContainer{c.name, c.init, c.cards});
   }
   return out;
 }
 
-// The pod's record, which must be fracpack's (signed) and for `node`.
+// The pod's record as the contract reads it, which must be fracpack's
+// (signed) and for `node`.
 Result<scheduling::Allocation> signed_record(const k8s::Pod& pod, const RecordRules& rules, const std::string& node) {
-  const std::string& annotation = rules.names.allocation;
-  const std::string* record = pod.meta.annotation(annotation);
-  if (record == nullptr) return Error{"no annotation " + annotation + " (was it bound by fracpack?)"};
-  auto a = k8s::parse_allocation(*record);
-  if (!a) return Error{"annotation " + annotation + ": " + a.message()};
-  if (a->node != node) return Error{"annotation " + annotation + " names node " + a->node + ", not " + node};
-  const std::string message = k8s::record_message(pod.meta.uid, node, {rules.names.allocation, rules.names.indices}, pod.meta.annotations);
+  const k8s::Contract& contract = contract_of(rules);
+  const std::vector<std::string> keys = contract.record_keys();
+  const std::string& annotation = keys.front();
+  k8s::RecordedAllocation record = contract.recorded_allocation(pod, nullptr);
+  switch (record.kind) {
+    case k8s::RecordedAllocation::Kind::kAllocation:
+      break;
+    case k8s::RecordedAllocation::Kind::kMalformed:
+      return Error{record.problem};
+    case k8s::RecordedAllocation::Kind::kCards:
+      // Only the flat card list: the extender infers from it, the agent
+      // serves only the full record its extender writes.
+      if (!record.problem.empty()) return Error{record.problem};
+      [[fallthrough]];
+    case k8s::RecordedAllocation::Kind::kNone:
+    case k8s::RecordedAllocation::Kind::kNeedsNode:
+      return Error{"no annotation " + annotation + " (was it bound by fracpack?)"};
+  }
+  scheduling::Allocation& a = record.allocation;
+  if (a.node != node) return Error{"annotation " + annotation + " names node " + a.node + ", not " + node};
+  const std::string message = k8s::record_message(pod.meta.uid, node, keys, pod.meta.annotations);
   if (auto by = k8s::check_record_signature(pod, message, rules.trust); !by) {
     return Error{"annotation " + annotation + " is not fracpack's: " + by.message()};
   }
-  return a;
+  return std::move(a);
 }
 
 // Each container's cards by the pod's record.
@@ -105,7 +130,8 @@ WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std:
   w.uid = pod.meta.uid;
   w.key = pod.key();
   w.creation_timestamp = pod.meta.creation_timestamp;
-  auto containers = gpu_containers(pod, rules.resource);
+  const k8s::Contract& contract = contract_of(rules);
+  auto containers = gpu_containers(pod, contract);
   if (!containers) {
     w.cards = containers.error();
     return w;
@@ -120,7 +146,7 @@ WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std:
     w.cards = record.error();
     return w;
   }
-  w.cards = recorded_cards(*record, w.containers, rules.resource, rules.names.allocation);
+  w.cards = recorded_cards(*record, w.containers, contract.device_resource(), contract.record_keys().front());
   if (w.cards) w.holding = scheduling::charges_of(*record);
   return w;
 }

@@ -1,5 +1,5 @@
 // GPU fragmentation of a node against a target workload (the FGD paper's
-// measure, replay-spec §6.2; the simulator's NodeGpuShareFragAmountScore):
+// measure, ../shared/reference/replay-spec.md §6.2; the simulator's NodeGpuShareFragAmountScore):
 //   F_n = sum over workload shapes m of p_m * (idle compute of n that m cannot use)
 // where, if m fits the node, the unusable part is the cards too small for m,
 // and if it does not fit (or is a CPU-only shape), all idle compute of n.

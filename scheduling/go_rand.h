@@ -1,7 +1,7 @@
 // A port of Go's pre-1.20 math/rand (the seeded lagged-Fibonacci source and
 // the Rand methods the FGD simulator calls), so the replay draws the same
 // arrival order, tuning samples and node permutation as the paper's runs
-// (replay-spec §3.3). The seeding table (rngCooked, 607 values, BSD-licensed)
+// (../shared/reference/replay-spec.md §3.3). The seeding table (rngCooked, 607 values, BSD-licensed)
 // is read from Go's source at run time rather than copied here: Debian ships
 // it in golang-1.19-src. Without it, a portable source gives a statistically
 // equivalent but different stream.
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack {
 

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::scheduling {
 

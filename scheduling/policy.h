@@ -4,7 +4,7 @@
 //
 //   random, dotprod, gpuclustering, gpupacking, bestfit, fgd
 //       the FGD paper's six policies, exactly as the simulator scores them
-//       (replay-spec §5): integer scores, the simulator's GPU choice;
+//       (../shared/reference/replay-spec.md §5): integer scores, the simulator's GPU choice;
 //   binpack, spread
 //       HAMi-style: fill the busiest node and card first, or the idlest;
 //   fracpack

@@ -1,5 +1,5 @@
 // Kubernetes resource quantities ("500m", "16Gi", "1e3", "2"), parsed exactly as
-// apimachinery's ParseQuantity does (kubernetes-protocol.md §8.4): the same
+// apimachinery's ParseQuantity does (../shared/reference/kubernetes-protocol.md §8.4): the same
 // grammar and suffix rules, exact decimal arithmetic, magnitudes rounded up
 // (away from zero) to 10^-9, Value() and MilliValue() rounded up.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack {
 

@@ -1,5 +1,5 @@
 // The target workload: the pod shapes a cluster expects, with their shares.
-// FGD measures fragmentation against it (replay-spec §5.1, §6.2); fracpack's
+// FGD measures fragmentation against it (../shared/reference/replay-spec.md §5.1, §6.2); fracpack's
 // own policy learns it online. Built either from a trace by the FGD rule
 // (typical pods) or from a decayed count of the pods seen.
 #pragma once
@@ -75,7 +75,7 @@ class Workload {
   Workload() = default;
   explicit Workload(std::vector<WorkloadEntry> entries) : entries_(std::move(entries)) {}
 
-  // FGD's typical pods (replay-spec §5.1, the simulator's GetTypicalPods):
+  // FGD's typical pods (../shared/reference/replay-spec.md §5.1, the simulator's GetTypicalPods):
   // count shapes, sort by count descending (ties: descending cpu, cores,
   // cards, models), keep the top ones until they cover `popularity_percent`
   // of the pods, renormalise. Floating-point steps as in the simulator.

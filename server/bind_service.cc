@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "common/error_body.h"
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 #include "server/log.h"
 
 namespace fracpack::server {

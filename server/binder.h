@@ -12,7 +12,7 @@
 
 #include "k8s/binding.h"
 #include "k8s/objects.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::server {
 

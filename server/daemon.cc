@@ -14,7 +14,7 @@
 #include "k8s/contract/profiles.h"
 #include "common/file_io.h"
 #include "common/error_body.h"
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 #include "k8s/server_version.h"
 #include "k8s/snapshot.h"
 #include "k8s/workload_codec.h"

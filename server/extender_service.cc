@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "common/error_body.h"
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 #include "scheduling/model.h"
 #include "scheduling/preemption.h"
 #include "server/reply_cache.h"
@@ -65,8 +65,8 @@ HttpResponse reply_too_large(size_t budget) {
 
 }  // namespace
 
-HttpResponse ExtenderService::filter(const std::string& body) {
-  auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity(), names_.known());
+HttpResponse ExtenderService::filter(const PaddedText& body) {
+  auto args = k8s::parse_extender_args(body, state_.selection(), names_.known());
   if (!args) return bad_request(args.message());
   if (!args->pod) return bad_request("ExtenderArgs: no Pod");
   const k8s::Pod& pod = *args->pod;
@@ -202,8 +202,8 @@ HttpResponse ExtenderService::filter(const std::string& body) {
   return json_response(200, reply.finish("", no_nodes));
 }
 
-HttpResponse ExtenderService::prioritize(const std::string& body) {
-  auto args = k8s::parse_extender_args(body, state_.selection(), body.capacity(), names_.known());
+HttpResponse ExtenderService::prioritize(const PaddedText& body) {
+  auto args = k8s::parse_extender_args(body, state_.selection(), names_.known());
   if (!args) return bad_request(args.message());
   if (!args->pod) return bad_request("ExtenderArgs: no Pod");
   std::vector<std::string_view> names;

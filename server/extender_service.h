@@ -1,5 +1,5 @@
 // The extender verbs that judge without writing: filter, prioritize and
-// preempt, each decode -> evaluate -> encode (kubernetes-protocol.md §1-§2).
+// preempt, each decode -> evaluate -> encode (../shared/reference/kubernetes-protocol.md §1-§2).
 // bind is the BindService's (server/bind_service.h). One pod's filter:
 // HTTP body -> k8s/extender (decode) -> the contract (PodRequest) ->
 // scheduling::Evaluator over the ClusterState's ledger -> the reply writer.
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "k8s/cluster_state.h"
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 #include "scheduling/evaluator.h"
 #include "server/bind_service.h"
 #include "server/reply_cache.h"
@@ -44,8 +44,9 @@ class ExtenderService {
   ExtenderService(k8s::ClusterState& state, scheduling::Evaluator& evaluator, Metrics& metrics, RecentPods& recent,
                   const BindService& binds, ExtenderOptions options);
 
-  HttpResponse filter(const std::string& body);
-  HttpResponse prioritize(const std::string& body);
+  // (The body as the transport read it: padded, parsed in place.)
+  HttpResponse filter(const PaddedText& body);
+  HttpResponse prioritize(const PaddedText& body);
   HttpResponse preempt(const std::string& body);
 
  private:

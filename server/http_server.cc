@@ -42,7 +42,7 @@ constexpr size_t kDirectBodyBytes = 256 << 10;  // bodies this large bypass the 
 constexpr size_t kDirectStep = 128 << 10;
 constexpr size_t kLingerBytes = 4 << 20;        // after a refusal, what is drained before closing ...
 constexpr auto kLinger = std::chrono::seconds(2);  // ... and for how long at most
-constexpr size_t kBodyPadding = 64;             // simdjson reads up to 64 bytes past the end
+constexpr size_t kBodyPadding = PaddedText::kPadding;  // a parser reads past the end (HttpRequest::padded_body)
 
 std::string describe(const error_code& ec) { return ec.message(); }
 

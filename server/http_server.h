@@ -35,7 +35,8 @@
 #include <utility>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/json/padded_text.h"
+#include "common/result.h"
 
 namespace fracpack::server {
 
@@ -51,6 +52,9 @@ struct HttpRequest {
 
   // The target without its query string.
   std::string_view path() const { return std::string_view(target).substr(0, target.find('?')); }
+  // The body as JSON a parser may read in place: the transport reserves
+  // PaddedText::kPadding bytes past every body it reads.
+  PaddedText padded_body() const { return PaddedText::of(body); }
 };
 
 struct HttpResponse {

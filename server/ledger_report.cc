@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "scheduling/fragmentation.h"
 
 namespace fracpack::server {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 
 namespace fracpack::server {
 namespace {

@@ -16,7 +16,11 @@ std::string count(size_t n) { return std::to_string(n); }
 }  // namespace
 
 NodeAgent::NodeAgent(NodeAgentOptions options) : options_(std::move(options)) {
-  options_.plugin.resource = options_.names.gpu;
+  record_rules_.contract = std::make_shared<const k8s::FracpackContract>(options_.names);
+  record_rules_.scheduler_names = options_.scheduler_names;
+  record_rules_.trust = options_.trust;
+  // The resource the plugin serves is the one the contract's pods ask devices with.
+  options_.plugin.resource = record_rules_.contract->device_resource();
 }
 
 NodeAgent::~NodeAgent() { stop(); }
@@ -75,13 +79,7 @@ Status NodeAgent::start() {
   if (idle()) return serve_http();
 
   // The pods bound here, then the plugin, health and the annotation.
-  k8s::FracpackContract contract(o.names);
-  node::RecordRules rules;
-  rules.resource = o.names.gpu;
-  rules.names = o.names;
-  rules.scheduler_names = o.scheduler_names;
-  rules.trust = o.trust;
-  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, rules, contract.selection());
+  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, record_rules_, record_rules_.contract->selection());
   if (o.client.endpoint.host.empty()) {
     log_warn("no API server: Allocate answers from the pod watch alone", {{"node", o.node_name}});
   } else {
@@ -205,7 +203,7 @@ Status NodeAgent::ready() const {
 
 uint16_t NodeAgent::port() const { return http_ ? http_->port() : 0; }
 
-node::NodeState::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
+node::DevicesAndPods::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
   const size_t slash = a.pod_key.find('/');
   const std::string ns = a.pod_key.substr(0, slash), name = a.pod_key.substr(slash + 1);
   const std::string path = "/api/v1/namespaces/" + k8s::url_encode(ns) + "/pods/" + k8s::url_encode(name);
@@ -215,24 +213,19 @@ node::NodeState::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
     if (!check_client_) check_client_ = std::make_unique<k8s::ApiClient>(options_.client);
     r = check_client_->request("GET", path);
   }
-  auto gone = [&](const std::string& why) { return node::NodeState::PodCheck{Error{"pod " + a.pod_key + " " + why}, true}; };
-  if (!r) return node::NodeState::PodCheck{Error{r.message()}, false};
+  auto gone = [&](const std::string& why) { return node::DevicesAndPods::PodCheck{Error{"pod " + a.pod_key + " " + why}, true}; };
+  if (!r) return node::DevicesAndPods::PodCheck{Error{r.message()}, false};
   if (r->status == 404) return gone("no longer exists");
-  if (r->status != 200) return node::NodeState::PodCheck{Error{"GET " + path + ": HTTP " + std::to_string(r->status)}, false};
+  if (r->status != 200) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": HTTP " + std::to_string(r->status)}, false};
   k8s::FracpackContract contract(options_.names);
   auto pod = k8s::parse_pod(r->body, contract.selection());
-  if (!pod) return node::NodeState::PodCheck{Error{"GET " + path + ": " + pod.message()}, false};
+  if (!pod) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": " + pod.message()}, false};
   if (pod->meta.uid != a.pod_uid) return gone("was re-created (another UID)");
   if (pod->node_name != options_.node_name) return gone("is not bound to this node");
   if (pod->terminal()) return gone("has finished (phase " + pod->phase + "): kubelet rejected or ended it");
   if (pod->meta.deleting) return gone("is being deleted");
-  if (a.container.empty()) return node::NodeState::PodCheck{Status::Ok(), true};  // only: does it still wait here
-  node::RecordRules rules;
-  rules.resource = options_.names.gpu;
-  rules.names = options_.names;
-  rules.scheduler_names = options_.scheduler_names;
-  rules.trust = options_.trust;
-  const node::WaitingPod fresh = node::waiting_pod(*pod, rules, options_.node_name);
+  if (a.container.empty()) return node::DevicesAndPods::PodCheck{Status::Ok(), true};  // only: does it still wait here
+  const node::WaitingPod fresh = node::waiting_pod(*pod, record_rules_, options_.node_name);
   if (!fresh.cards) return gone("cannot be served any more: " + fresh.cards.message());
   for (size_t i = 0; i < fresh.containers.size(); ++i) {
     if (fresh.containers[i].name == a.container) {
@@ -241,7 +234,7 @@ node::NodeState::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
                         std::equal(cards.begin(), cards.end(), a.cards.begin(), [](const scheduling::CardShare& x, const scheduling::CardShare& y) {
                           return x.index == y.index && x.uuid == y.uuid && x.memory_mib == y.memory_mib && x.cores == y.cores;
                         });
-      if (same) return node::NodeState::PodCheck{Status::Ok(), true};
+      if (same) return node::DevicesAndPods::PodCheck{Status::Ok(), true};
       return gone("has another record now than the pod watch showed");
     }
   }

@@ -25,7 +25,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/informer.h"
 #include "node/device_plugin.h"
-#include "node/node_state.h"
+#include "node/devices_and_pods.h"
 #include "node/nvml.h"
 #include "node/pod_watch.h"
 #include "server/http_server.h"
@@ -78,7 +78,7 @@ class NodeAgent {
   Status ready() const;
   uint16_t port() const;
   std::string metrics_text() const { return metrics_.serialize(); }
-  node::NodeState& state() { return state_; }
+  node::DevicesAndPods& state() { return state_; }
   const node::DevicePluginStats* plugin_stats() const { return plugin_ ? &plugin_->stats() : nullptr; }
   uint64_t annotation_writes() const { return annotation_writes_.load(); }
 
@@ -89,11 +89,14 @@ class NodeAgent {
   void health_loop(std::stop_token stop);
   void add_metrics();
   // Confirms with the API server that the pod an Allocate is for still
-  // waits as the watch showed it (NodeState::CheckPod).
-  node::NodeState::PodCheck check_pod(const node::Assignment& a);
+  // waits as the watch showed it (DevicesAndPods::CheckPod).
+  node::DevicesAndPods::PodCheck check_pod(const node::Assignment& a);
 
   NodeAgentOptions options_;
-  node::NodeState state_;
+  // How pods are read: through the fracpack contract with the configured
+  // names, as the extender reads them.
+  node::RecordRules record_rules_;
+  node::DevicesAndPods state_;
   Metrics metrics_;
   std::unique_ptr<node::Nvml> nvml_;
   std::string driver_version_;

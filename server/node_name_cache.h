@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 #include "scheduling/ledger.h"
 
 namespace fracpack::server {

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 #include "scheduling/evaluator.h"
 #include "scheduling/ledger.h"
 #include "server/metrics.h"

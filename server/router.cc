@@ -26,8 +26,8 @@ void Router::handle(HttpRequest&& request, Reply reply) {
   };
   if (verb != "other") {
     if (request.method != "POST") return timed(HttpResponse{405, error_body("use POST for " + path)});
-    if (verb == "filter") return timed(verbs_.filter(request.body));
-    if (verb == "prioritize") return timed(verbs_.prioritize(request.body));
+    if (verb == "filter") return timed(verbs_.filter(request.padded_body()));
+    if (verb == "prioritize") return timed(verbs_.prioritize(request.padded_body()));
     if (verb == "preempt") return timed(verbs_.preempt(request.body));
     return binds_.bind(request.body, std::move(timed), request.arrived);
   }

@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "k8s/cluster_state.h"
 #include "k8s/snapshot.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 #include "scheduling/workload.h"
 
 namespace fracpack::server {

@@ -1,7 +1,7 @@
 #include "server/status_routes.h"
 
 #include "common/error_body.h"
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "server/ledger_report.h"
 
 namespace fracpack::server {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -18,7 +18,7 @@
 // (NodeSpec::excluded, k8s/contract/foreign.h).
 //
 // What is the same for every contract lives elsewhere: Kubernetes' own
-// request rules (k8s/contract/kubernetes_resources.h) and what to do when a
+// request rules (k8s/contract/kubernetes_rules.h) and what to do when a
 // record is missing or partial (the pod-to-ledger path, k8s/ledger_builder.h:
 // it infers and fails closed the same way for every contract).
 #pragma once
@@ -31,7 +31,7 @@
 
 #include "k8s/objects.h"
 #include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 
@@ -63,6 +63,10 @@ class Contract {
   virtual const Selection& selection() const = 0;
   // The pod resources a pod asks with (kube-scheduler's managedResources).
   virtual std::vector<std::string> pod_resources() const = 0;
+  // The resource the node agent's device plugin hands out (one device ID
+  // per card: fracpack.io/gpu). kubelet calls Allocate only for containers
+  // that name it with a count above 0.
+  virtual std::string device_resource() const = 0;
   // kube-scheduler's IsInterested: does any container (app or init) name
   // one of the contract's resources?
   virtual bool requests_gpu(const Pod& pod) const = 0;

@@ -9,7 +9,7 @@
 
 #include "k8s/contract/codec.h"
 #include "k8s/json.h"
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 

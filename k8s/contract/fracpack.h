@@ -71,6 +71,7 @@ class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> 
   RecordedAllocation recorded_allocation(const Pod& pod, const scheduling::NodeSpec* node) const override;
   // fracpack.io/allocation and fracpack.io/gpu-indices (and the signature).
   std::vector<std::string> record_keys() const override { return {names_.allocation, names_.indices}; }
+  std::string device_resource() const override { return names_.gpu; }
   std::vector<std::string> guarded_annotations() const override {
     return {names_.allocation, names_.indices, std::string(kRecordSignatureAnnotation)};
   }

@@ -1,4 +1,4 @@
-// The Aliyun gpushare contract (node-side.md §A1): fracpack in place of
+// The Aliyun gpushare contract (../shared/reference/node-side.md §A1): fracpack in place of
 // gpushare-scheduler-extender, gpushare-device-plugin kept.
 //
 //   pods    aliyun.com/gpu-mem in the unit of the device plugin's
@@ -68,6 +68,8 @@ class GpushareContract : public ProfileContract<GpushareNames, GpushareOptions> 
   // IDX, POD and DEV: gpushare's device plugin rewrites ASSIGNED and
   // ASSUME_TIME at Allocate, never these.
   std::vector<std::string> record_keys() const override { return {names_.index, names_.pod_memory, names_.device_memory}; }
+  // gpushare's device plugin hands out one device ID per GiB.
+  std::string device_resource() const override { return names_.gpu_memory; }
   std::vector<std::string> guarded_annotations() const override {
     return {names_.index, names_.device_memory, names_.pod_memory, names_.assigned, names_.assume_time,
             std::string(kRecordSignatureAnnotation)};

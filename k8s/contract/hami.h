@@ -1,4 +1,4 @@
-// The HAMi contract (node-side.md §A2): fracpack in place of HAMi's
+// The HAMi contract (../shared/reference/node-side.md §A2): fracpack in place of HAMi's
 // scheduler, HAMi's device plugin and in-container limits kept.
 //
 //   pods    nvidia.com/gpu (shares, each on its own card), nvidia.com/gpumem
@@ -88,6 +88,7 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
   // vgpu-devices-allocated and vgpu-node: HAMi's device plugin rewrites
   // to-allocate (consumed per container) and bind-phase, never these.
   std::vector<std::string> record_keys() const override { return {names_.allocated, names_.vgpu_node}; }
+  std::string device_resource() const override { return names_.gpu; }  // nvidia.com/gpu
   std::vector<std::string> guarded_annotations() const override {
     return {names_.to_allocate, names_.allocated, names_.vgpu_node, names_.vgpu_time, names_.bind_phase, names_.bind_time,
             std::string(kRecordSignatureAnnotation)};

@@ -9,26 +9,7 @@
 
 namespace fracpack::k8s {
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
 
-std::vector<std::string> split_list(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t at = s.find(sep, start);
-    const size_t end = at == std::string_view::npos ? s.size() : at;
-    std::string part = trim(s.substr(start, end - start));
-    if (!part.empty()) out.push_back(std::move(part));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return out;
-}
 
 Result<int64_t> extended_resource(const Container& c, const std::string& name, bool& named) {
   const std::string* limit = find(c.limits, name);
@@ -144,18 +125,7 @@ Result<ShareResources> share_resources(const Container& c, const std::string& co
   return r;
 }
 
-std::vector<std::string_view> split_fields(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t at = text.find(sep, start);
-    out.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos) return out;
-    start = at + 1;
-  }
-}
 
-std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
 std::string name_domain(const std::string& name) {
   const size_t slash = name.find('/');

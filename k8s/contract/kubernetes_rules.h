@@ -13,16 +13,17 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "k8s/objects.h"
 #include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 
 // An extended resource of one container: its value, or 0 when the container
 // does not name it (`named` says which). Kubernetes defaults a missing
 // request to the limit; an extended resource must have a limit and, if it
-// has a request, an equal one (kubernetes-protocol.md §8.2).
+// has a request, an equal one (../shared/reference/kubernetes-protocol.md §8.2).
 Result<int64_t> extended_resource(const Container& c, const std::string& name, bool& named);
 
 // The four share resources of a container as the fracpack and HAMi
@@ -58,23 +59,9 @@ Status pod_facts(const Pod& pod, scheduling::PodRequest& out);
 // status.allocatable cpu and memory of a node into `spec`. Errors name the node.
 Status node_allocatable(const Node& node, scheduling::NodeSpec& spec);
 
-// The non-empty, trimmed parts of `text` split at `sep` ("A|B", "0, 2").
-std::vector<std::string> split_list(std::string_view text, char sep);
-std::string trim(std::string_view text);
 // The minor version of a kubelet's "v1.20.2" (status.nodeInfo.kubeletVersion),
 // 0 when it is not "v1.<minor>...".
 int kubelet_minor(std::string_view version);
-// Every part of `text` split at `sep`, empty ones kept, untrimmed (the
-// positional fields of a record: "uuid,10,32768,,").
-std::vector<std::string_view> split_fields(std::string_view text, char sep);
-// A whole decimal integer and nothing else (no space, no sign but '-').
-template <class Int>
-bool parse_decimal(std::string_view text, Int& out) {
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc() && p == text.data() + text.size();
-}
-// "value" in double quotes, for messages.
-std::string in_quotes(std::string_view text);
 // The "<domain>/" of a qualified name ("hami.io/vgpu-node" -> "hami.io/"),
 // or the whole name: the prefix a Selection keeps for it.
 std::string name_domain(const std::string& name);

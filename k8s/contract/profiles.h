@@ -13,7 +13,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/gpushare.h"
 #include "k8s/contract/hami.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 

@@ -1,4 +1,4 @@
-// Fragmentation Gradient Descent (Weng et al., ATC'23; replay-spec §5.3):
+// Fragmentation Gradient Descent (Weng et al., ATC'23; ../shared/reference/replay-spec.md §5.3):
 // place the pod where the node's expected fragmentation grows least. Scores
 // are int64(100 * sigmoid(dF / 1000)), as the simulator's FGDScore.
 #include <cmath>

@@ -1,4 +1,4 @@
-// The FGD paper's baseline policies (replay-spec §5.4-§5.8), scored exactly
+// The FGD paper's baseline policies (../shared/reference/replay-spec.md §5.4-§5.8), scored exactly
 // as the simulator's plugins do, plus the HAMi-style binpack and spread.
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// The FGD paper's experiment (replay-spec §3, §6, §7): one (workload, policy,
+// The FGD paper's experiment (../shared/reference/replay-spec.md §3, §6, §7): one (workload, policy,
 // seed) run places the tuned, shuffled trace one pod at a time on the 1213
 // openb GPU nodes, never deleting or retrying, and records allocation and
 // fragmentation after every arrival; the results are bucketed by arrived
@@ -25,7 +25,7 @@ struct ExperimentOptions {
   // Go's rngCooked table (bit-exact arrival order); null: a portable RNG.
   std::shared_ptr<const std::vector<int64_t>> go_cooked;
   // Draws consumed by the simulator's informer goroutines before the node
-  // permutation (replay-spec §3.3: 10 reproduced every authors' run).
+  // permutation (../shared/reference/replay-spec.md §3.3: 10 reproduced every authors' run).
   int extra_draws = 10;
 };
 

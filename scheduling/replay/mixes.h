@@ -1,5 +1,5 @@
 // Workload mixes built from a public openb pod list the way the FGD paper
-// built its 17 (replay-spec §1.2), at any strength: more CPU-only pods, more
+// built its 17 (../shared/reference/replay-spec.md §1.2), at any strength: more CPU-only pods, more
 // GPU-sharing pods, more pods constrained to card models, more multi-GPU
 // pods. The paper published five of its traces; these recipes rebuild the
 // others' kind (and stronger ones) from the default trace, so a policy can be
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "scheduling/replay/openb.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::replay {
 

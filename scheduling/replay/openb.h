@@ -1,5 +1,5 @@
 // The Alibaba openb trace (cluster-trace-gpu-v2023) as the FGD simulator
-// reads it (replay-spec §1): node and pod CSV rows, and their translation to
+// reads it (../shared/reference/replay-spec.md §1): node and pod CSV rows, and their translation to
 // the scheduling model.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "scheduling/model.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::replay {
 

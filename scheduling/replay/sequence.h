@@ -26,7 +26,7 @@ struct ArrivalMetrics {
   double frag_ratio = 0;          // % of idle GPU, rounded to 2 dp
 };
 
-// One bucketed curve per metric (NaN where a bucket is empty), replay-spec §7.
+// One bucketed curve per metric (NaN where a bucket is empty), ../shared/reference/replay-spec.md §7.
 struct Curves {
   std::array<double, kColumns> alloc{};       // MilliGpu allocation, % (rounded to 2 dp)
   std::array<double, kColumns> frag{};        // fragmentation, % of capacity (rounded to 2 dp)
@@ -71,7 +71,7 @@ SequenceResult place_in_order(scheduling::Ledger& ledger, const std::vector<std:
                               const scheduling::Workload& metric, const SequenceOptions& options,
                               int64_t arrived_before = 0);
 
-// Per-arrival metrics -> bucketed curves (replay-spec §7). Exposed for tests.
+// Per-arrival metrics -> bucketed curves (../shared/reference/replay-spec.md §7). Exposed for tests.
 Curves bucket(const std::vector<ArrivalMetrics>& events, int64_t total_gpus);
 
 // Python's round(x, 2) (correctly rounded decimal, ties to even on exact halves).

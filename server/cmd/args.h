@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/file_io.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::cli {
 

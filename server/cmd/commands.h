@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 #include "scheduling/replay/openb.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 #include "server/cmd/args.h"
 
 namespace fracpack::cli {

@@ -6,7 +6,7 @@
 
 #include "server/cmd/convert_openb.h"
 
-#include "common/json_write.h"
+#include "common/json/write.h"
 #include "common/time.h"
 #include "k8s/objects.h"
 #include "k8s/workload_codec.h"

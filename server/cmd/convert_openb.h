@@ -10,7 +10,7 @@
 
 #include "k8s/contract/profiles.h"
 #include "scheduling/replay/experiment.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::cli {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::cli {
 

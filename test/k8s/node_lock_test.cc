@@ -1,4 +1,4 @@
-// HAMi's node lock as fracpack takes it (k8s/node_lock.h, node-side.md §A2.4),
+// HAMi's node lock as fracpack takes it (k8s/node_lock.h, ../shared/reference/node-side.md §A2.4),
 // against the test API server.
 #include "k8s/node_lock.h"
 

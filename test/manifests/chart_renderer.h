@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::testing {
 

@@ -152,7 +152,7 @@ Configs configs(const Objects& objects, Problems& out) {
   return c;
 }
 
-// kubernetes-protocol.md §8.1.
+// ../shared/reference/kubernetes-protocol.md §8.1.
 bool valid_extended_resource_name(const std::string& n) {
   if (n.find('/') == std::string::npos || n.find("kubernetes.io/") != std::string::npos || n.rfind("requests.", 0) == 0) return false;
   static const std::regex qualified("^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$");

@@ -103,7 +103,7 @@ TEST(AllocationMatcher, EquivalentPodsShareTheAnswerOldestFirst) {
 }
 
 TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsGoInTheOrderTheirBindsArrived) {
-  // The hard case (node-side.md §B2): the same request, different cards
+  // The hard case (../shared/reference/node-side.md §B2): the same request, different cards
   // (a burst of pods created together). kubelet admits pods in the order
   // their binds reach it, which is the order the agent's own watch saw
   // them bound, not their names' order.

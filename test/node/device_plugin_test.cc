@@ -78,7 +78,7 @@ class DevicePluginTest : public ::testing::Test {
 
   static inline int counter_ = 0;
   std::string dir_;
-  NodeState state_;
+  DevicesAndPods state_;
   DevicePluginOptions options_;
   std::unique_ptr<KubeletDouble> kubelet_;
   std::unique_ptr<DevicePluginServer> plugin_;
@@ -197,7 +197,7 @@ TEST_F(DevicePluginTest, ReRegistersWhenKubeletRestarts) {
 TEST(DevicePluginRestart, ReRegistersWithinMillisecondsOfKubeletsSocketAndOnce) {
   const std::string dir = "/tmp/fp-dpr-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
-  NodeState state;
+  DevicesAndPods state;
   GpuDevice d;
   d.uuid = "GPU-r";
   d.memory_mib = 16384;

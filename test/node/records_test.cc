@@ -64,14 +64,52 @@ TEST(NodeRecords, ARecordThatCannotServeSaysWhy) {
   };
   EXPECT_EQ(why(bound_pod("")), "no annotation fracpack.io/allocation (was it bound by fracpack?)");
   EXPECT_EQ(why(bound_pod("{")).rfind("annotation fracpack.io/allocation: ", 0), 0u);
-  EXPECT_EQ(why(bound_pod(R"({"node":"n2","containers":[]})")), "annotation fracpack.io/allocation names node n2, not n1");
+  EXPECT_EQ(why(bound_pod(R"({"node":"n2","containers":[]})")),
+            "annotation fracpack.io/allocation names node n2 but the pod is bound to n1");
   EXPECT_EQ(why(bound_pod(R"({"node":"n1","containers":[{"name":"setup","cards":[{"index":0}]}]})")),
             "annotation fracpack.io/allocation has no cards for container main");
   EXPECT_EQ(why(bound_pod(R"({"node":"n1","containers":[{"name":"setup","cards":[{"index":0}]},{"name":"main","cards":[{"index":0}]}]})")),
             "annotation fracpack.io/allocation gives container main 1 card(s), but it asks 2 fracpack.io/gpu");
   k8s::Pod odd = bound_pod(kRecord);
   odd.containers[1].limits[0].second = "1.5";
-  EXPECT_EQ(why(odd), "container main: resources.limits[fracpack.io/gpu]: \"1.5\" is not a device count 0..64");
+  // The contract's rule, the extender's: a quantity that is not a whole count.
+  EXPECT_EQ(why(odd), "pod ns/p: container main: resources.limits[fracpack.io/gpu]: \"1.5\" is not a valid quantity: must be an integer");
+}
+
+// One rule for which containers ask for cards: the contract's (the
+// extender's), with the node's own check that kubelet allocates only for
+// containers naming the device resource.
+TEST(NodeRecords, TheContainersAreTheContractsRequestInKubeletsOrder) {
+  const char* record =
+      R"({"node":"n1","containers":[{"name":"sidecar","cards":[{"index":0,"uuid":"GPU-a","memoryMiB":1024,"cores":100}]},)"
+      R"({"name":"notes","cards":[{"index":1,"uuid":"GPU-b","memoryMiB":2048,"cores":0}]},)"
+      R"({"name":"main","cards":[{"index":0,"uuid":"GPU-a","memoryMiB":4096,"cores":0},{"index":1,"uuid":"GPU-b","memoryMiB":4096,"cores":0}]}]})";
+  k8s::Pod p = bound_pod(record);
+  // A sidecar (an init container that keeps running) counts as an app
+  // container for the request, and kubelet allocates it first.
+  p.init_containers[0].name = "sidecar";
+  p.init_containers[0].restart_always = true;
+  p.init_containers[0].limits = {{"fracpack.io/gpu", "1"}, {"fracpack.io/gpu-cores", "10"}};
+  // A count written as a quantity: 2000m is 2 devices.
+  p.containers[1].limits[0].second = "2000m";
+  // Memory alone: the extender charges it a card, kubelet hands it none.
+  k8s::Container notes;
+  notes.name = "notes";
+  notes.limits = {{"fracpack.io/gpu-memory", "2048"}};
+  p.containers.insert(p.containers.begin(), notes);
+  WaitingPod w = waiting_pod(p, plain_rules(), "n1");
+  ASSERT_TRUE(w.cards.ok()) << w.cards.message();
+  ASSERT_EQ(w.containers.size(), 2u) << "the memory-only container gets no Allocate";
+  EXPECT_EQ(w.containers[0].name, "sidecar");
+  EXPECT_FALSE(w.containers[0].init) << "a sidecar runs beside the app containers";
+  EXPECT_EQ(w.containers[0].devices, 1);
+  EXPECT_EQ(w.containers[1].name, "main");
+  EXPECT_EQ(w.containers[1].devices, 2);
+  EXPECT_TRUE(asks_devices(p, "fracpack.io/gpu"));
+  EXPECT_FALSE(kubelet_allocates(notes, "fracpack.io/gpu"));
+  k8s::Container zero;
+  zero.limits = {{"fracpack.io/gpu", "0"}};
+  EXPECT_FALSE(kubelet_allocates(zero, "fracpack.io/gpu"));
 }
 
 TEST(NodeRecords, OnlyPodsNotYetRunningWait) {

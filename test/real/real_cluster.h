@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::real {
 

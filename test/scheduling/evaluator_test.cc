@@ -1,5 +1,5 @@
 // The extender's evaluator (scheduling/evaluator.h) over the decision cache
-// it shares with the replay (scheduling/decision_cache.h): verdicts, reasons,
+// it shares with the replay (scheduling/decision_cache_test.cc tests the cache): verdicts, reasons,
 // and what is computed again when.
 #include "scheduling/evaluator.h"
 
@@ -65,15 +65,6 @@ TEST(Evaluator, AProjectionIsJudgedWithoutTheCache) {
   const Verdict v = f.evaluator.evaluate_one(pod("p", 1, 1000), projected);
   EXPECT_TRUE(v.fits);
   EXPECT_EQ(f.evaluator.stats().misses + f.evaluator.stats().hits, 0u);
-}
-
-TEST(DecisionCache, KeepsTheMostRecentDemands) {
-  DecisionCache cache(1);
-  auto& first = cache.entries(pod("p", 1, 500), 2);
-  first[0].version = 7;
-  EXPECT_EQ(cache.entries(pod("q", 1, 500), 2)[0].version, 7u) << "the same demand, the same entries";
-  EXPECT_EQ(cache.entries(pod("r", 1, 300), 2)[0].version, 0u);
-  EXPECT_EQ(cache.entries(pod("p", 1, 500), 2)[0].version, 0u) << "evicted by the other demand";
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ std::vector<CardFree> cards(FragmentationModel& m, std::initializer_list<int> fr
   return out;
 }
 
-// replay-spec §6.2 unit vector (frag_test.go): C = 1000, g = [200, 1000, 1000, 500],
+// ../shared/reference/replay-spec.md §6.2 unit vector (frag_test.go): C = 1000, g = [200, 1000, 1000, 500],
 // one typical pod (c = 6000, u = 465, k = 1, p = 0.0933): class Q4, F = 0.0933 * 2700.
 TEST(Fragmentation, SimulatorUnitVector) {
   FragmentationModel m(Workload({{gpu_shape(6000, 465, 1), 0.0933}}));

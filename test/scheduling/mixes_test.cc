@@ -150,7 +150,7 @@ TEST(Mixes, AStepWithNothingToDrawFromIsRefused) {
 }
 
 // On the public default trace, the recipes land where the paper's public
-// mixes are (replay-spec §1.2): gpushare40 at 40.1 % shares, multigpu20 at
+// mixes are (../shared/reference/replay-spec.md §1.2): gpushare40 at 40.1 % shares, multigpu20 at
 // 20.4 % multi-card, gpuspec33 at 33.8 % constrained GPU pods.
 TEST(Mixes, OnTheDefaultTraceTheRecipesMatchThePapersPublicMixes) {
   auto nodes_text = testing::read_shared("traces/openb/openb_node_list_gpu_node.csv");

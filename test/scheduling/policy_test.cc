@@ -38,7 +38,7 @@ int64_t score(const std::string& policy, const Ledger& l, const PodRequest& p) {
   return e.score;
 }
 
-// replay-spec §5.6 vectors (gpu_packing_score_test.go).
+// ../shared/reference/replay-spec.md §5.6 vectors (gpu_packing_score_test.go).
 TEST(Policy, GpuPackingVectors) {
   EXPECT_EQ(score("gpupacking", ledger_with_free({200, 1000, 1000, 500}), pod("a", 2, 1000)), 48);
   EXPECT_EQ(score("gpupacking", ledger_with_free({1000, 1000, 1000, 1000}), pod("a", 2, 1000)), 29);

@@ -25,7 +25,7 @@ int64_t milli(std::string_view s) {
   return v.ok() ? *v : -999;
 }
 
-// kubernetes-protocol.md §8.6 test vectors: valid quantities.
+// ../shared/reference/kubernetes-protocol.md §8.6 test vectors: valid quantities.
 TEST(Quantity, ReferenceValidVectors) {
   EXPECT_EQ(value("1"), 1);
   EXPECT_EQ(value("+2"), 2);

@@ -75,7 +75,7 @@ TEST(Replay, TypicalPodsOfTheDefaultTrace) {
   Inputs in = load("default");
   ASSERT_FALSE(in.pods.empty());
   ExperimentSetup s = setup(in, 42);
-  // replay-spec §5.1: 91 distinct shapes, 35 kept, CPU-only mass 0.1360, top entry (3152, 810, 1) 0.1348.
+  // ../shared/reference/replay-spec.md §5.1: 91 distinct shapes, 35 kept, CPU-only mass 0.1360, top entry (3152, 810, 1) 0.1348.
   const auto& e = s.typical->entries();
   ASSERT_EQ(e.size(), 35u);
   EXPECT_EQ(e[0].shape.cpu_milli, 3152);
@@ -99,7 +99,7 @@ TEST(Replay, ArrivalOrderAndFirstPlacementsOfTheGoRun) {
   ro.record_events = true;
   auto r = run_experiment(s, "fgd", 42, ro);
   ASSERT_TRUE(r.ok()) << r.message();
-  // replay-spec §6.2: the Go run's first arrivals, chosen nodes and logged metrics.
+  // ../shared/reference/replay-spec.md §6.2: the Go run's first arrivals, chosen nodes and logged metrics.
   const std::vector<std::tuple<std::string, std::string, double, int64_t>> want = {
       {"openb/openb-pod-0255", "0000-openb-node-0260", 866232.55, 0},
       {"openb/openb-pod-1685", "0037-openb-node-1080", 865816.03, 810},
@@ -127,7 +127,7 @@ TEST(Replay, Seed42MatchesThePapersCurvesOnEveryTrace) {
   const Rows frag = expected("analysis_frag_discrete.csv");
   const Rows ratio = expected("analysis_frag_ratio_discrete.csv");
   ASSERT_FALSE(allo.empty());
-  // replay-spec §9: failed pods of default, seed 42.
+  // ../shared/reference/replay-spec.md §9: failed pods of default, seed 42.
   const std::map<std::string, size_t> default_failed = {
       {"dotprod", 2874}, {"gpuclustering", 2797}, {"gpupacking", 2794}, {"bestfit", 2676}, {"fgd", 2532}};
   size_t cells = 0, exact = 0;

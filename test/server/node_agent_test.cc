@@ -93,7 +93,7 @@ TEST_F(NodeAgentEndToEnd, PodsOfEveryShapeGetExactlyTheirRecordedCards) {
 }
 
 TEST_F(NodeAgentEndToEnd, PodsAskingTheSameAreServedInTheOrderTheirBindsArrived) {
-  // The hard case of node-side.md §B2: pods asking the same, all bound
+  // The hard case of ../shared/reference/node-side.md §B2: pods asking the same, all bound
   // before kubelet admits any. A burst of whole-card pods lands on
   // different cards; kubelet admits them in the order their binds reach
   // it, which is the order the agent's watch saw them.
@@ -219,7 +219,7 @@ TEST_F(NodeAgentEndToEnd, APodWithoutAUsableRecordIsRefusedWithAReasonKubeletSho
       {"", "no annotation fracpack.io/allocation"},
       {"{\"node\":\"gpu-1\",\"containers\":[{\"name\":", "annotation fracpack.io/allocation: "},
       {"{\"node\":\"gpu-9\",\"containers\":[{\"name\":\"main\",\"cards\":[{\"index\":0,\"memoryMiB\":1,\"cores\":100}]}]}",
-       "names node gpu-9, not gpu-1"},
+       "names node gpu-9 but the pod is bound to gpu-1"},
   };
   int failures = 0;
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -1,6 +1,6 @@
 // The hami and gpushare profiles end to end: fracpack binds through the test
-// API server, and doubles of the peers' own node-side code (written from
-// node-side.md, test/support/peer_agents.h) find each pod at Allocate and
+// API server, and doubles of the peers' own ../shared/reference/node-side.md code (written from
+// ../shared/reference/node-side.md, test/support/peer_agents.h) find each pod at Allocate and
 // get exactly the cards fracpack chose; after a restart fracpack's ledger
 // equals what the peer's scheduler would count from the same annotations.
 #include <gtest/gtest.h>

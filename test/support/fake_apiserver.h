@@ -1,5 +1,5 @@
 // An in-process kube-apiserver for tests, faithful to
-// shared/reference/kubernetes-protocol.md §4-§7 for what fracpack (and
+// ../shared/reference/kubernetes-protocol.md §4-§7 for what fracpack (and
 // kubectl get/watch/create --raw) use:
 //
 //   LIST   /api/v1/pods, /api/v1/namespaces/{ns}/pods, /api/v1/nodes: limit

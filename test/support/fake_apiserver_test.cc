@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 #include "test/support/cluster_harness.h"
 
 namespace fracpack::testing {
@@ -18,7 +18,7 @@ using json = nlohmann::json;
 // Reads watch events from `target` until `count` have come.
 std::vector<json> watch_events(FakeApiServer& server, const std::string& target, size_t count) {
   k8s::ApiClient client(client_for(server));
-  k8s::ObjectSplitter splitter;
+  ObjectSplitter splitter;
   std::vector<json> events;
   auto r = client.stream(target, std::chrono::seconds(5), [](int, const std::string&) { return Status::Ok(); },
                          [&](std::string_view bytes) {

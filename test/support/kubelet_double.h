@@ -1,5 +1,5 @@
 // A kubelet double for the device plugin API v1beta1, over the real gRPC
-// API on Unix sockets, following node-side.md §B1.3: it serves
+// API on Unix sockets, following ../shared/reference/node-side.md §B1.3: it serves
 // Registration on <dir>/kubelet.sock, checks the request (version v1beta1,
 // an extended resource name), dials the plugin back on <dir>/<endpoint>,
 // asks its options and keeps ListAndWatch open (every message is the full
@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace grpc {
 class Server;

@@ -39,7 +39,7 @@ std::optional<int64_t> go_atoi(const std::string& s) {
 
 // Go's strings.Split.
 std::vector<std::string> split(const std::string& s, char sep) {
-  const auto fields = k8s::split_fields(s, sep);
+  const auto fields = split_fields(s, sep);
   return {fields.begin(), fields.end()};
 }
 

@@ -1,4 +1,4 @@
-// Doubles of the peers' node-side code that reads what fracpack writes,
+// Doubles of the peers' ../shared/reference/node-side.md code that reads what fracpack writes,
 // written from ../shared/reference/node-side.md (§A1 gpushare, §A2 HAMi),
 // not from fracpack's code: they parse the raw pod JSON on the test API
 // server with their own decoders, as the Go originals do.
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 #include "test/support/fake_apiserver.h"
 
 namespace fracpack::testing {

@@ -1,5 +1,5 @@
 // A test double of kube-scheduler's HTTPExtender side
-// (kubernetes-protocol.md §2, checklist §2.10): it sends compact bodies with
+// (../shared/reference/kubernetes-protocol.md §2, checklist §2.10): it sends compact bodies with
 // every PascalCase key (null for the unused Nodes/NodeNames), filters
 // through the extenders in order (ignorable ones last), prioritizes only
 // when at least two nodes remain, adds score x weight x 10, binds through
@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/api_client.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::testing {
 

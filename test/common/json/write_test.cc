@@ -1,4 +1,4 @@
-#include "common/json_write.h"
+#include "common/json/write.h"
 
 #include <gtest/gtest.h>
 

@@ -17,9 +17,26 @@
 #include <string>
 #include <string_view>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
-namespace fracpack::k8s {
+namespace fracpack {
+
+// Stepping through JSON text by hand, where a parser would cost more than
+// the read (a watch event's two fields, a checked body's node names). The
+// one scanner of both: it checks bounds, not grammar (check_json_text and
+// the parsers do that).
+inline bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline size_t skip_space(std::string_view t, size_t i) {
+  while (i < t.size() && json_space(t[i])) ++i;
+  return i;
+}
+// t[i] is a string's opening quote: the index past its closing one (npos
+// when it does not end); `escaped` says whether it holds an escape.
+size_t string_end(std::string_view t, size_t i, bool& escaped);
+// t[i] starts a value: the index past it (npos when an object, array or
+// string does not end). Objects and arrays go 64 bytes at a time
+// (JsonScanner); a number or literal ends at the next ',', '}', ']' or space.
+size_t value_end(std::string_view t, size_t i);
 
 // Tracks nesting depth and string state across a JSON text fed in pieces.
 class JsonScanner {
@@ -88,4 +105,4 @@ class ListSplitter {
   std::string metadata_;
 };
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

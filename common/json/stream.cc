@@ -1,4 +1,4 @@
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 
 #include <bit>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #define FRACPACK_JSON_STREAM_SIMD 1
 #endif
 
-namespace fracpack::k8s {
+namespace fracpack {
 namespace {
 
 constexpr size_t npos = std::string_view::npos;
@@ -333,4 +333,29 @@ Status ListSplitter::finish() const {
   return Status::Ok();
 }
 
-}  // namespace fracpack::k8s
+size_t string_end(std::string_view t, size_t i, bool& escaped) {
+  escaped = false;
+  for (++i; i < t.size() && t[i] != '"'; ++i) {
+    if (t[i] == '\\') {
+      escaped = true;
+      ++i;
+    }
+  }
+  return i < t.size() ? i + 1 : std::string_view::npos;
+}
+
+size_t value_end(std::string_view t, size_t i) {
+  const char c = t[i];
+  if (c == '{' || c == '[') {
+    JsonScanner scanner;
+    scanner.step(c);
+    const size_t end = i + 1 + scanner.skip_to_depth(t.substr(i + 1), 0);
+    return scanner.depth() == 0 ? end : std::string_view::npos;
+  }
+  bool escaped = false;
+  if (c == '"') return string_end(t, i, escaped);
+  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && !json_space(t[i])) ++i;
+  return i;
+}
+
+}  // namespace fracpack

@@ -1,5 +1,5 @@
 // node/node_state: the matcher behind a lock, waiting for the pod watch.
-#include "node/node_state.h"
+#include "node/devices_and_pods.h"
 
 #include <gtest/gtest.h>
 
@@ -21,18 +21,18 @@ WaitingPod two_containers() {
 }
 
 // The pod watch delivering `pods` a moment later (a bind kubelet saw first).
-std::jthread list_later(NodeState& state, std::vector<WaitingPod> pods) {
+std::jthread list_later(DevicesAndPods& state, std::vector<WaitingPod> pods) {
   return std::jthread([&state, pods = std::move(pods)]() mutable {
     std::this_thread::sleep_for(50ms);
     state.set_pods(std::move(pods));
   });
 }
 
-TEST(NodeState, ARestoredAdmissionSurvivesAnAllocateBeforeThePodsAreListed) {
+TEST(DevicesAndPods, ARestoredAdmissionSurvivesAnAllocateBeforeThePodsAreListed) {
   // The agent restarted while kubelet was between a pod's two containers:
   // the next Allocate comes before the first pod list. It waits, and
   // while it waits nothing forgets which pod kubelet is in.
-  NodeState state;
+  DevicesAndPods state;
   const WaitingPod p = two_containers();
   state.restore(AgentState{{{p.uid, 1}}, p.uid, {}});
   std::jthread watch = list_later(state, {p});
@@ -42,8 +42,8 @@ TEST(NodeState, ARestoredAdmissionSurvivesAnAllocateBeforeThePodsAreListed) {
   EXPECT_EQ(a->container, "second");
 }
 
-TEST(NodeState, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
-  NodeState state;
+TEST(DevicesAndPods, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
+  DevicesAndPods state;
   int writes = 0;
   std::map<std::string, int> last;
   state.set_persist([&](const AgentState& saved) {
@@ -71,8 +71,8 @@ TEST(NodeState, AnAllocateWaitsForItsPodAndPersistsOnlyChanges) {
   EXPECT_EQ(writes, 4);
 }
 
-TEST(NodeState, PreferredAllocationWaitsForThePodWatchToo) {
-  NodeState state;
+TEST(DevicesAndPods, PreferredAllocationWaitsForThePodWatchToo) {
+  DevicesAndPods state;
   std::jthread watch = list_later(state, {two_containers()});
   auto a = state.peek(1, Clock::now() + 5s);
   watch.join();
@@ -99,12 +99,12 @@ WaitingPod one(const std::string& name, const std::string& created, CardShare ca
   return test::waiting_pod(name, created, {{GpuContainer{"main", false, 1}, {std::move(card)}}});
 }
 
-TEST(NodeState, TheAgentsAccountRefusesACardAnotherLivePodHolds) {
+TEST(DevicesAndPods, TheAgentsAccountRefusesACardAnotherLivePodHolds) {
   // A running pod holds card 0 whole (the agent served it, or its signed
   // record says so); a record naming card 0 for another pod — an extender
   // that lost track after a tampered record and a restart — is refused,
   // and the message names no other pod (kubelet shows it to this pod's owner).
-  NodeState state;
+  DevicesAndPods state;
   state.set_devices(two_cards());
   std::map<std::string, LivePod> live = {{"uid-r", LivePod{"team-a/trainer", std::vector<scheduling::CardCharge>{{0, 40960, 1000, 1}}}}};
   state.set_pods({one("p", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500})}, live);
@@ -120,8 +120,8 @@ TEST(NodeState, TheAgentsAccountRefusesACardAnotherLivePodHolds) {
   EXPECT_TRUE(state.allocate(1, Clock::now() + 100ms).ok());
 }
 
-TEST(NodeState, WhatItServedCountsUntilThePodIsGoneWhateverItsRecordSaysLater) {
-  NodeState state;
+TEST(DevicesAndPods, WhatItServedCountsUntilThePodIsGoneWhateverItsRecordSaysLater) {
+  DevicesAndPods state;
   state.set_devices(two_cards());
   const WaitingPod first = one("first", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 30000, 600});
   state.set_pods({first});
@@ -140,16 +140,16 @@ TEST(NodeState, WhatItServedCountsUntilThePodIsGoneWhateverItsRecordSaysLater) {
   EXPECT_EQ(saved.holdings.at(first.uid).charges.at(0).cores, 600);
 }
 
-TEST(NodeState, APodTheApiServerShowsGoneOrChangedIsPassedOver) {
+TEST(DevicesAndPods, APodTheApiServerShowsGoneOrChangedIsPassedOver) {
   // The watch still shows `a` (deleted, or failed by kubelet, a moment
   // ago); the API server does not: the Allocate goes to `b`.
-  NodeState state;
+  DevicesAndPods state;
   state.set_devices(two_cards());
   std::vector<std::string> asked;
   state.set_pod_check([&](const Assignment& a) {
     asked.push_back(a.pod_key);
-    if (a.pod_uid == "uid-a") return NodeState::PodCheck{Error{"pod default/a no longer exists"}, true};
-    return NodeState::PodCheck{Status::Ok(), true};
+    if (a.pod_uid == "uid-a") return DevicesAndPods::PodCheck{Error{"pod default/a no longer exists"}, true};
+    return DevicesAndPods::PodCheck{Status::Ok(), true};
   });
   WaitingPod a = one("a", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500});
   WaitingPod b = one("b", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500});
@@ -162,16 +162,16 @@ TEST(NodeState, APodTheApiServerShowsGoneOrChangedIsPassedOver) {
   EXPECT_EQ(asked, (std::vector<std::string>{"default/a", "default/b"}));
 }
 
-TEST(NodeState, APodKubeletRejectedHalfwayIsNotContinued) {
+TEST(DevicesAndPods, APodKubeletRejectedHalfwayIsNotContinued) {
   // kubelet allocated `half`'s first container, then rejected the pod (its
   // topology manager); the next Allocate of one device is `next`'s, not
   // half's second container.
-  NodeState state;
+  DevicesAndPods state;
   state.set_devices(two_cards());
   bool rejected = false;
   state.set_pod_check([&](const Assignment& a) {
-    if (a.pod_uid == "uid-half" && rejected) return NodeState::PodCheck{Error{"pod default/half has finished (phase Failed)"}, true};
-    return NodeState::PodCheck{Status::Ok(), true};
+    if (a.pod_uid == "uid-half" && rejected) return DevicesAndPods::PodCheck{Error{"pod default/half has finished (phase Failed)"}, true};
+    return DevicesAndPods::PodCheck{Status::Ok(), true};
   });
   WaitingPod half = test::waiting_pod("half", "2026-01-01T00:00:00Z",
                                       {{GpuContainer{"one", false, 1}, {CardShare{0, "GPU-0", 1024, 100}}},
@@ -193,13 +193,13 @@ TEST(NodeState, APodKubeletRejectedHalfwayIsNotContinued) {
 // and is refused — unless the API server says it no longer waits (deleted,
 // or rejected by kubelet before its Allocate): then the turn is the next
 // pod's, which the stale pod must not block.
-TEST(NodeState, AnUnservablePodIsRefusedInItsTurnUnlessItNoLongerWaits) {
-  NodeState state;
+TEST(DevicesAndPods, AnUnservablePodIsRefusedInItsTurnUnlessItNoLongerWaits) {
+  DevicesAndPods state;
   state.set_devices(two_cards());
   std::vector<std::string> asked;
   state.set_pod_check([&](const Assignment& a) {
     asked.push_back(a.pod_key + (a.container.empty() ? " (alive?)" : ""));
-    return NodeState::PodCheck{Status::Ok(), true};
+    return DevicesAndPods::PodCheck{Status::Ok(), true};
   });
   WaitingPod forged = one("forged", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500});
   forged.key = "team-b/forged";
@@ -216,12 +216,12 @@ TEST(NodeState, AnUnservablePodIsRefusedInItsTurnUnlessItNoLongerWaits) {
   // The same pods on another node state, the forged pod gone at the API
   // server (the watch behind).
   asked.clear();
-  NodeState fresh;
+  DevicesAndPods fresh;
   fresh.set_devices(two_cards());
   fresh.set_pod_check([&](const Assignment& a) {
     asked.push_back(a.pod_key + (a.container.empty() ? " (alive?)" : ""));
-    if (a.pod_uid == "uid-forged") return NodeState::PodCheck{Error{"pod team-b/forged no longer exists"}, true};
-    return NodeState::PodCheck{Status::Ok(), true};
+    if (a.pod_uid == "uid-forged") return DevicesAndPods::PodCheck{Error{"pod team-b/forged no longer exists"}, true};
+    return DevicesAndPods::PodCheck{Status::Ok(), true};
   });
   fresh.set_pods({forged, next});
   auto served = fresh.allocate(1, Clock::now() + 1s);
@@ -230,13 +230,13 @@ TEST(NodeState, AnUnservablePodIsRefusedInItsTurnUnlessItNoLongerWaits) {
   EXPECT_EQ(asked, (std::vector<std::string>{"team-b/forged (alive?)", "default/next"}));
 }
 
-TEST(NodeState, AnAllocateThatCannotBeConfirmedIsRefusedAtItsDeadline) {
-  NodeState state;
+TEST(DevicesAndPods, AnAllocateThatCannotBeConfirmedIsRefusedAtItsDeadline) {
+  DevicesAndPods state;
   state.set_devices(two_cards());
   int tries = 0;
   state.set_pod_check([&](const Assignment&) {
     ++tries;
-    return NodeState::PodCheck{Error{"connection refused"}, false};
+    return DevicesAndPods::PodCheck{Error{"connection refused"}, false};
   });
   state.set_pods({one("a", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500})});
   const auto start = Clock::now();

@@ -1,4 +1,4 @@
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 
 #include "common/error_body.h"
 
@@ -7,10 +7,10 @@
 #include <optional>
 
 #include "k8s/json.h"
-#include "k8s/json_check.h"
-#include "k8s/json_stream.h"
+#include "common/json/check.h"
+#include "common/json/stream.h"
 #include "k8s/limits.h"
-#include "common/json_write.h"
+#include "common/json/write.h"
 
 namespace fracpack::k8s {
 namespace {
@@ -138,7 +138,6 @@ bool unescape_json(std::string_view in, std::string& out) {
   return true;
 }
 
-bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // A known list the parsers see emptied, and where it is in the body.
 struct Blanked {
@@ -363,38 +362,10 @@ size_t trailing_list(std::string_view body, std::string_view list) {
   return end - list.size();
 }
 
-// Steps over JSON text that was checked whole before (the DOM parser or
-// check_json_text): no index, no validation, no allocation.
-size_t skip_space(std::string_view t, size_t i) {
-  while (i < t.size() && json_space(t[i])) ++i;
-  return i;
-}
-
-// t[i] is a string's opening quote: the index past its closing one.
-size_t string_end(std::string_view t, size_t i, bool& escaped) {
-  escaped = false;
-  for (++i; t[i] != '"'; ++i) {
-    if (t[i] == '\\') {
-      escaped = true;
-      ++i;
-    }
-  }
-  return i + 1;
-}
-
-// t[i] starts a value: the index past it (objects and arrays 64 bytes at a time).
-size_t value_end(std::string_view t, size_t i) {
-  const char c = t[i];
-  if (c == '{' || c == '[') {
-    JsonScanner scanner;
-    scanner.step(c);
-    return i + 1 + scanner.skip_to_depth(t.substr(i + 1), 0);
-  }
-  bool escaped = false;
-  if (c == '"') return string_end(t, i, escaped);
-  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && !json_space(t[i])) ++i;
-  return i;
-}
+// Members of JSON text that was checked whole before (the DOM parser or
+// check_json_text) are stepped over with the shared scanner
+// (common/json/stream.h: skip_space, string_end, value_end): no index, no
+// validation, no allocation.
 
 // t[i] is '{': calls fn(key, value_start) -> value_end for each member (keys
 // unescaped into `scratch` when they have escapes); returns the index past
@@ -553,8 +524,12 @@ Result<ExtenderArgs> parse_args(std::string_view body, const Selection& selectio
 
 }  // namespace
 
-Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity,
+static_assert(PaddedText::kPadding >= simdjson::SIMDJSON_PADDING, "a padded body must carry simdjson's padding");
+
+Result<ExtenderArgs> parse_extender_args(PaddedText padded_body, const Selection& selection,
                                          std::span<const std::shared_ptr<const KnownNodeNames>> known) {
+  const std::string_view body = padded_body.text();
+  const size_t capacity = padded_body.capacity();
   // A known list at the end of the body (kube-scheduler's repeated
   // candidates) is emptied before the JSON parsers see it: neither indexes
   // its 5 000 strings. Sound only if NodeNames is that very array (then the

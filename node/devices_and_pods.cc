@@ -1,4 +1,4 @@
-#include "node/node_state.h"
+#include "node/devices_and_pods.h"
 
 #include <algorithm>
 
@@ -6,14 +6,14 @@
 
 namespace fracpack::node {
 
-void NodeState::set_devices(std::vector<GpuDevice> devices) {
+void DevicesAndPods::set_devices(std::vector<GpuDevice> devices) {
   std::lock_guard lock(mu_);
   devices_ = std::move(devices);
   ++devices_version_;
   changed_.notify_all();
 }
 
-bool NodeState::mark_unhealthy(const std::string& uuid, const std::string& problem) {
+bool DevicesAndPods::mark_unhealthy(const std::string& uuid, const std::string& problem) {
   std::lock_guard lock(mu_);
   bool changed = false;
   for (GpuDevice& d : devices_) {
@@ -31,7 +31,7 @@ bool NodeState::mark_unhealthy(const std::string& uuid, const std::string& probl
   return changed;
 }
 
-void NodeState::set_registered(bool registered) {
+void DevicesAndPods::set_registered(bool registered) {
   std::lock_guard lock(mu_);
   if (registered_ == registered) return;
   registered_ = registered;
@@ -39,28 +39,28 @@ void NodeState::set_registered(bool registered) {
   changed_.notify_all();
 }
 
-bool NodeState::registered() const {
+bool DevicesAndPods::registered() const {
   std::lock_guard lock(mu_);
   return registered_;
 }
 
-std::vector<GpuDevice> NodeState::devices() const {
+std::vector<GpuDevice> DevicesAndPods::devices() const {
   std::lock_guard lock(mu_);
   return devices_;
 }
 
-uint64_t NodeState::devices_version() const {
+uint64_t DevicesAndPods::devices_version() const {
   std::lock_guard lock(mu_);
   return devices_version_;
 }
 
-uint64_t NodeState::wait_devices(uint64_t seen, std::chrono::steady_clock::time_point deadline) const {
+uint64_t DevicesAndPods::wait_devices(uint64_t seen, std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock lock(mu_);
   changed_.wait_until(lock, deadline, [&] { return stopped_ || devices_version_ != seen; });
   return devices_version_;
 }
 
-void NodeState::set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live) {
+void DevicesAndPods::set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live) {
   std::lock_guard lock(mu_);
   matcher_.set_pods(std::move(pods), std::move(live));
   ++pods_version_;
@@ -68,12 +68,12 @@ void NodeState::set_pods(std::vector<WaitingPod> pods, std::map<std::string, Liv
   changed_.notify_all();
 }
 
-void NodeState::set_pod_check(CheckPod check) {
+void DevicesAndPods::set_pod_check(CheckPod check) {
   std::lock_guard lock(mu_);
   check_ = std::move(check);
 }
 
-void NodeState::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const {
+void DevicesAndPods::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const {
   // While no pod's record matches (a bind the watch has not shown yet),
   // every pod event may bring it; ambiguity is final (no event settles it).
   while (!matcher_.peek(devices) && !stopped_ && std::chrono::steady_clock::now() < deadline && matcher_.lacks_candidate(devices)) {
@@ -82,7 +82,7 @@ void NodeState::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devic
   }
 }
 
-Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
+Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
   for (;;) {
     // Only a settled answer is served or refused: a refusal ends the pod
@@ -149,7 +149,7 @@ Result<Assignment> NodeState::allocate(int devices, std::chrono::steady_clock::t
   }
 }
 
-Status NodeState::within_capacity(const Assignment& a) const {
+Status DevicesAndPods::within_capacity(const Assignment& a) const {
   const std::map<int, scheduling::CardCharge> others = matcher_.held_by_others(a.pod_uid);
   for (const scheduling::CardShare& share : a.cards) {
     auto o = others.find(share.index);
@@ -173,7 +173,7 @@ Status NodeState::within_capacity(const Assignment& a) const {
   return Status::Ok();
 }
 
-void NodeState::persist_locked() {
+void DevicesAndPods::persist_locked() {
   if (!persist_) return;
   AgentState now{matcher_.served(), matcher_.last_uid(), matcher_.holdings()};
   if (now == persisted_) return;
@@ -181,40 +181,40 @@ void NodeState::persist_locked() {
   persist_(persisted_);
 }
 
-Result<Assignment> NodeState::peek(int devices, std::chrono::steady_clock::time_point deadline) const {
+Result<Assignment> DevicesAndPods::peek(int devices, std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock lock(mu_);
   wait_for_candidate(lock, devices, deadline);
   return matcher_.peek(devices);
 }
 
-void NodeState::kubelet_restarted() {
+void DevicesAndPods::kubelet_restarted() {
   std::lock_guard lock(mu_);
   matcher_.merge_arrivals();
 }
 
-size_t NodeState::waiting_pods() const {
+size_t DevicesAndPods::waiting_pods() const {
   std::lock_guard lock(mu_);
   return matcher_.pods();
 }
 
-void NodeState::set_persist(Persist persist) {
+void DevicesAndPods::set_persist(Persist persist) {
   std::lock_guard lock(mu_);
   persist_ = std::move(persist);
 }
 
-void NodeState::restore(AgentState state) {
+void DevicesAndPods::restore(AgentState state) {
   std::lock_guard lock(mu_);
   persisted_ = state;
   matcher_.restore(std::move(state.served), std::move(state.last_uid), std::move(state.holdings));
 }
 
-void NodeState::stop() {
+void DevicesAndPods::stop() {
   std::lock_guard lock(mu_);
   stopped_ = true;
   changed_.notify_all();
 }
 
-bool NodeState::stopped() const {
+bool DevicesAndPods::stopped() const {
   std::lock_guard lock(mu_);
   return stopped_;
 }

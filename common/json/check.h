@@ -24,9 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "scheduling/result.h"
+#include "common/result.h"
 
-namespace fracpack::k8s {
+namespace fracpack {
 
 // simdjson's default depth: a document holds at most kMaxJsonDepth - 1
 // non-empty arrays and objects inside one another.
@@ -63,4 +63,4 @@ struct WatchedArray {
 // OK, or "invalid JSON in <where> at byte N: <what was expected>".
 Status check_json_text(std::string_view text, std::string_view where, WatchedArray* watch = nullptr);
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

@@ -1,4 +1,4 @@
-#include "k8s/json_check.h"
+#include "common/json/check.h"
 
 #include <bit>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #endif
 
-namespace fracpack::k8s {
+namespace fracpack {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "the eight-byte string scan reads the lowest address first");
@@ -341,4 +341,4 @@ Status check_json_text(std::string_view text, std::string_view where, WatchedArr
   return Checker(text, where, watch).run();
 }
 
-}  // namespace fracpack::k8s
+}  // namespace fracpack

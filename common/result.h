@@ -1,6 +1,8 @@
 // Result<T>: a value or an error message, for every operation that can fail on
-// bad input. The scheduling core never throws on bad input and never crashes:
-// it returns an Error whose message names the object and the field at fault.
+// bad input, in every layer. The scheduling core never throws on bad input and
+// never crashes: it returns an Error whose message names the object and the
+// field at fault. Header-only, standard library only: the one header of
+// common/ that scheduling/ includes (it links nothing but the standard library).
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // check_json_text: the large-body validator, held to simdjson's DOM parser
 // (which validates small bodies) so that whether a body is JSON never
 // depends on its size.
-#include "k8s/json_check.h"
+#include "common/json/check.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

@@ -20,7 +20,7 @@
 
 namespace fracpack::node {
 
-class NodeState {
+class DevicesAndPods {
  public:
   // Devices (from discover()); their health as discovered.
   void set_devices(std::vector<GpuDevice> devices);

@@ -1,4 +1,4 @@
-#include "k8s/json_stream.h"
+#include "common/json/stream.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // kube-scheduler's extender wire types (k8s.io/kube-scheduler/extender/v1;
-// kubernetes-protocol.md §1): decoded from request bodies with simdjson,
+// ../shared/reference/kubernetes-protocol.md §1): decoded from request bodies with simdjson,
 // reading only what fracpack needs, and encoded as Go would encode them:
 // PascalCase keys, every field present, null for nil.
 //
@@ -19,8 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json/padded_text.h"
 #include "k8s/objects.h"
-#include "scheduling/result.h"
+#include "common/result.h"
 
 namespace fracpack::k8s {
 
@@ -60,11 +61,11 @@ struct ExtenderArgs {
   std::shared_ptr<const KnownNodeNames> known_names;
 };
 
-// `body` must outlive the result (names and node texts are views into it).
-// `capacity`: the size of the buffer holding `body`; with simdjson's padding
-// to spare (body.size() + 64) it is parsed in place, else copied. `known`:
-// lists to take NodeNames from when the body's is one of them.
-Result<ExtenderArgs> parse_extender_args(std::string_view body, const Selection& selection, size_t capacity = 0,
+// `body` must outlive the result (names and node texts are views into it);
+// a padded body (common/json/padded_text.h) is parsed in place, any other
+// copied first. `known`: lists to take NodeNames from when the body's is
+// one of them.
+Result<ExtenderArgs> parse_extender_args(PaddedText body, const Selection& selection,
                                          std::span<const std::shared_ptr<const KnownNodeNames>> known = {});
 
 // Reasons and errors in replies are cut to this many bytes (with "..."):
@@ -101,7 +102,7 @@ class FilterReplyWriter {
   // Also list each unresolvable node in FailedNodes: kube-scheduler before
   // 1.21 knows no FailedAndUnresolvableNodes and drops those nodes without
   // their reason ("0/50 nodes are available: ."); later ones let that map
-  // win (kubernetes-protocol.md §2.4).
+  // win (../shared/reference/kubernetes-protocol.md §2.4).
   void list_unresolvable_as_failed(bool on) { unresolvable_as_failed_ = on; }
   // `no_nodes`: neither NodeNames nor Nodes (the request had neither).
   // Once: the writer is spent after it.

@@ -1,8 +1,8 @@
 // The extender wire types, decoded and encoded as kube-scheduler's Go code
-// does (kubernetes-protocol.md §1): PascalCase keys matched
+// does (../shared/reference/kubernetes-protocol.md §1): PascalCase keys matched
 // case-insensitively, null as absent, every field written, errors naming the
 // field.
-#include "k8s/extender.h"
+#include "k8s/extender_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +41,7 @@ TEST(ExtenderArgs, AListSentBeforeIsTakenWholeAndOnlyByteForByte) {
 
   // The same list in another body (another pod, another place): taken whole.
   const std::string again = std::string(R"({"NodeNames":[ "n1", "n2" ],"Pod":)") + kPod + "}";
-  auto b = parse_extender_args(again, kSel, 0, known);
+  auto b = parse_extender_args(again, kSel, known);
   ASSERT_TRUE(b.ok()) << b.message();
   EXPECT_EQ(b->known_names, known[0]);
   EXPECT_EQ(*b->node_names, (std::vector<std::string_view>{"n1", "n2"}));
@@ -50,7 +50,7 @@ TEST(ExtenderArgs, AListSentBeforeIsTakenWholeAndOnlyByteForByte) {
   // A list that only starts like it, or differs in one byte: decoded.
   for (const char* list : {R"([ "n1", "n2" , "n3"])", R"([ "n1", "n3" ])", R"(["n1", "n2" ])"}) {
     const std::string other = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":)" + list + "}";
-    auto c = parse_extender_args(other, kSel, 0, known);
+    auto c = parse_extender_args(other, kSel, known);
     ASSERT_TRUE(c.ok()) << c.message();
     EXPECT_EQ(c->known_names, nullptr) << list;
     EXPECT_EQ(c->node_names_text, list) << "decoded, with its own text";
@@ -58,7 +58,7 @@ TEST(ExtenderArgs, AListSentBeforeIsTakenWholeAndOnlyByteForByte) {
   // At the end of the body, as kube-scheduler sends it: the parsers never
   // see its strings; the same answer.
   const std::string last = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":null,"NodeNames":[ "n1", "n2" ]} )";
-  auto d = parse_extender_args(last, kSel, 0, known);
+  auto d = parse_extender_args(last, kSel, known);
   ASSERT_TRUE(d.ok()) << d.message();
   EXPECT_EQ(d->known_names, known[0]);
   EXPECT_EQ(d->node_names_text, R"([ "n1", "n2" ])");
@@ -67,20 +67,20 @@ TEST(ExtenderArgs, AListSentBeforeIsTakenWholeAndOnlyByteForByte) {
   // The known text ending the body as another field's value: NodeNames is
   // the one sent, decoded.
   const std::string elsewhere = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["x"],"Other":[ "n1", "n2" ]})";
-  auto e = parse_extender_args(elsewhere, kSel, 0, known);
+  auto e = parse_extender_args(elsewhere, kSel, known);
   ASSERT_TRUE(e.ok()) << e.message();
   EXPECT_EQ(*e->node_names, (std::vector<std::string_view>{"x"}));
   EXPECT_EQ(e->known_names, nullptr);
   // A body that is not JSON before a trailing known list: refused, naming
   // what the parser names for it without the list.
   const std::string broken = std::string(R"({"Pod":{"metadata":NaN},"NodeNames":[ "n1", "n2" ]})");
-  auto f = parse_extender_args(broken, kSel, 0, known);
+  auto f = parse_extender_args(broken, kSel, known);
   auto g = parse_extender_args(broken, kSel);
   ASSERT_FALSE(f.ok());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(f.message(), g.message());
   // Not valid JSON after a matching list: still refused.
-  EXPECT_FALSE(parse_extender_args(std::string(R"({"NodeNames":[ "n1", "n2" ],"Pod":nul})"), kSel, 0, known).ok());
+  EXPECT_FALSE(parse_extender_args(std::string(R"({"NodeNames":[ "n1", "n2" ],"Pod":nul})"), kSel, known).ok());
   // A name that is not one of the text's: nothing to keep.
   EXPECT_EQ(KnownNodeNames::copy_of(R"(["x"])", {std::string_view("elsewhere")}), nullptr);
 }
