@@ -400,7 +400,7 @@ Result<WatchEvent> parse_watch_event(std::string_view text) {
         if (!is_string || str.find('\\') != std::string_view::npos) return bad("\"type\" is not a plain string");
         ev.type.assign(str);
       } else if (key == "object") {
-        if (value.front() != '{') return bad("\"object\" is not an object");
+        if (value.empty() || value.front() != '{') return bad("\"object\" is not an object");
         ev.object = value;
         has_object = true;
       }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "k8s/contract/kubernetes_rules.h"
+#include "scheduling/fit.h"
 
 namespace fracpack::node {
 
@@ -45,27 +46,32 @@ bool may_wait(const k8s::Pod& pod) { return !pod.node_name.empty() && !pod.termi
 
 namespace {
 
-// The containers kubelet allocates, in its Allocate order, each with the
-// cards the contract's request gives it (the extender's rule).
-Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const k8s::Contract& contract) {
-  auto request = contract.pod_request(pod);
-  if (!request) return request.error();
-  const std::string resource = contract.device_resource();
-  auto spec_of = [&pod](const std::string& name) -> const k8s::Container* {
-    for (const auto* list : {&pod.init_containers, &pod.containers}) {
-      for (const k8s::Container& c : *list) {
-        if (c.name == name) return &c;
-      }
-    }
-    return nullptr;
-  };
+// The containers kubelet allocates, in its Allocate order (init
+// containers, sidecars among them, then app containers), each with the
+// count of devices it names (Kubernetes' rule for an extended resource,
+// the contract's too). Built from what kubelet will do, not from the
+// contract's request: a pod the contract cannot read must still take its
+// turn and be refused in it, or kubelet's call for it would be matched to
+// another pod's cards (test/server/tenant_attacks_test.cc).
+Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const std::string& resource) {
   std::vector<GpuContainer> out;
-  // The request lists init containers (sidecars among them) in the pod's
-  // order, then app containers: kubelet's Allocate order.
-  for (const scheduling::ContainerRequest& c : request->containers) {
-    const k8s::Container* spec = spec_of(c.name);
-    if (spec == nullptr || !kubelet_allocates(*spec, resource)) continue;
-    out.push_back(GpuContainer{c.name, c.init, c.cards});
+  auto add = [&](const k8s::Container& c, bool init) -> Status {
+    if (!kubelet_allocates(c, resource)) return Status::Ok();
+    bool named = false;
+    auto count = k8s::extended_resource(c, resource, named);
+    if (!count) return Error{"container " + c.name + ": " + count.message()};
+    if (*count < 1 || *count > static_cast<int64_t>(scheduling::Picks::kMax)) {
+      return Error{"container " + c.name + ": resources.limits[" + resource + "]: " + std::to_string(*count) + " is not a device count 1..64"};
+    }
+    // A sidecar runs beside the app containers (the contract counts it so).
+    out.push_back(GpuContainer{c.name, init && !c.restart_always, static_cast<int>(*count)});
+    return Status::Ok();
+  };
+  for (const k8s::Container& c : pod.init_containers) {
+    if (Status s = add(c, true); !s.ok()) return Error{s.message()};
+  }
+  for (const k8s::Container& c : pod.containers) {
+    if (Status s = add(c, false); !s.ok()) return Error{s.message()};
   }
   return out;
 }
@@ -92,6 +98,7 @@ Result<scheduling::Allocation> signed_record(const k8s::Pod& pod, const RecordRu
       return Error{"no annotation " + annotation + " (was it bound by fracpack?)"};
   }
   scheduling::Allocation& a = record.allocation;
+  // (The contract compared it with the pod's node already; the agent's node is checked too.)
   if (a.node != node) return Error{"annotation " + annotation + " names node " + a.node + ", not " + node};
   const std::string message = k8s::record_message(pod.meta.uid, node, keys, pod.meta.annotations);
   if (auto by = k8s::check_record_signature(pod, message, rules.trust); !by) {
@@ -131,12 +138,17 @@ WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std:
   w.key = pod.key();
   w.creation_timestamp = pod.meta.creation_timestamp;
   const k8s::Contract& contract = contract_of(rules);
-  auto containers = gpu_containers(pod, contract);
+  auto containers = gpu_containers(pod, contract.device_resource());
   if (!containers) {
     w.cards = containers.error();
     return w;
   }
   w.containers = std::move(*containers);
+  // The extender's reading of the pod: one it cannot read it never placed.
+  if (auto request = contract.pod_request(pod); !request) {
+    w.cards = request.error();
+    return w;
+  }
   if (!ours(pod, rules)) {
     w.cards = Error{"schedulerName \"" + pod.scheduler_name + "\" is not fracpack's: its cards were not chosen by fracpack"};
     return w;

@@ -68,7 +68,7 @@ class BindingWorkers final : public Binder {
   void start_worker();  // with mu_ held
   Outcome post(k8s::ApiClient& client, Job& job, Listener& listener);
   Outcome fence_and_post(k8s::ApiClient& client, Job& job, Listener& listener);
-  // Where a pod whose Binding's outcome was unknown stands (Binder::Job::settled).
+  // Where a pod whose Binding's outcome was unknown stands (Binder::Listener::settled, for a Job with settle_unknown).
   static k8s::Presence settle(k8s::ApiClient& client, const k8s::BindTarget& t);
 
   k8s::ClientConfig client_;

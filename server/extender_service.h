@@ -1,7 +1,7 @@
 // The extender verbs that judge without writing: filter, prioritize and
 // preempt, each decode -> evaluate -> encode (../shared/reference/kubernetes-protocol.md §1-§2).
 // bind is the BindService's (server/bind_service.h). One pod's filter:
-// HTTP body -> k8s/extender (decode) -> the contract (PodRequest) ->
+// HTTP body -> k8s/extender_codec (decode) -> the contract (PodRequest) ->
 // scheduling::Evaluator over the ClusterState's ledger -> the reply writer.
 // In names mode, filter and prioritize answer from replies kept per
 // candidate list and demand, redone only for the nodes that changed

@@ -217,8 +217,7 @@ node::DevicesAndPods::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
   if (!r) return node::DevicesAndPods::PodCheck{Error{r.message()}, false};
   if (r->status == 404) return gone("no longer exists");
   if (r->status != 200) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": HTTP " + std::to_string(r->status)}, false};
-  k8s::FracpackContract contract(options_.names);
-  auto pod = k8s::parse_pod(r->body, contract.selection());
+  auto pod = k8s::parse_pod(r->body, record_rules_.contract->selection());
   if (!pod) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": " + pod.message()}, false};
   if (pod->meta.uid != a.pod_uid) return gone("was re-created (another UID)");
   if (pod->node_name != options_.node_name) return gone("is not bound to this node");

@@ -345,6 +345,7 @@ size_t string_end(std::string_view t, size_t i, bool& escaped) {
 }
 
 size_t value_end(std::string_view t, size_t i) {
+  if (i >= t.size()) return std::string_view::npos;
   const char c = t[i];
   if (c == '{' || c == '[') {
     JsonScanner scanner;

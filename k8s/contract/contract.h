@@ -63,9 +63,10 @@ class Contract {
   virtual const Selection& selection() const = 0;
   // The pod resources a pod asks with (kube-scheduler's managedResources).
   virtual std::vector<std::string> pod_resources() const = 0;
-  // The resource the node agent's device plugin hands out (one device ID
-  // per card: fracpack.io/gpu). kubelet calls Allocate only for containers
-  // that name it with a count above 0.
+  // The resource the node agent's device plugin hands out as device IDs
+  // (fracpack.io/gpu and nvidia.com/gpu: one per card; gpushare's
+  // aliyun.com/gpu-mem: one per GiB). kubelet calls Allocate only for
+  // containers that name it with a count above 0.
   virtual std::string device_resource() const = 0;
   // kube-scheduler's IsInterested: does any container (app or init) name
   // one of the contract's resources?

@@ -2,9 +2,8 @@
 // extended resources (requests must equal limits, integers), the effective
 // CPU and memory request of a pod (init containers, sidecars, overhead), a
 // node's allocatable CPU and memory, the share resources the fracpack and
-// HAMi contracts read alike, what a profile's decoders keep (selection_of),
-// and the small text helpers the contracts' codecs share (lists, fields,
-// decimals, quoting, a name's domain).
+// HAMi contracts read alike, what a profile's decoders keep (selection_of,
+// name_domain). The text helpers they use are common/text.h.
 #pragma once
 
 #include <charconv>

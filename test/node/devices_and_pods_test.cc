@@ -1,4 +1,4 @@
-// node/node_state: the matcher behind a lock, waiting for the pod watch.
+// node/devices_and_pods: the matcher behind a lock, waiting for the pod watch.
 #include "node/devices_and_pods.h"
 
 #include <gtest/gtest.h>

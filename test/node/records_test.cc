@@ -72,8 +72,8 @@ TEST(NodeRecords, ARecordThatCannotServeSaysWhy) {
             "annotation fracpack.io/allocation gives container main 1 card(s), but it asks 2 fracpack.io/gpu");
   k8s::Pod odd = bound_pod(kRecord);
   odd.containers[1].limits[0].second = "1.5";
-  // The contract's rule, the extender's: a quantity that is not a whole count.
-  EXPECT_EQ(why(odd), "pod ns/p: container main: resources.limits[fracpack.io/gpu]: \"1.5\" is not a valid quantity: must be an integer");
+  // Kubernetes' rule for an extended resource (the contract's too): a whole count.
+  EXPECT_EQ(why(odd), "container main: resources.limits[fracpack.io/gpu]: \"1.5\" is not a valid quantity: must be an integer");
 }
 
 // One rule for which containers ask for cards: the contract's (the
@@ -110,6 +110,23 @@ TEST(NodeRecords, TheContainersAreTheContractsRequestInKubeletsOrder) {
   k8s::Container zero;
   zero.limits = {{"fracpack.io/gpu", "0"}};
   EXPECT_FALSE(kubelet_allocates(zero, "fracpack.io/gpu"));
+}
+
+// Found by review: a pod the contract cannot read (here two memory
+// alternatives at once, from another scheduler, bound by nodeName) still
+// takes its turn with the devices kubelet allocates it, and is refused in
+// it; were its containers empty, the matcher would skip it and give
+// kubelet's call for it to the fracpack pod waiting behind it.
+TEST(NodeRecords, APodTheContractCannotReadStillTakesItsTurn) {
+  k8s::Pod p = bound_pod(kRecord);
+  p.scheduler_name = "default-scheduler";
+  p.containers[1].limits.emplace_back("fracpack.io/gpu-memory-percent", "50");
+  WaitingPod w = waiting_pod(p, plain_rules(), "n1");
+  ASSERT_FALSE(w.cards.ok());
+  EXPECT_NE(w.cards.message().find("alternatives"), std::string::npos) << w.cards.message();
+  ASSERT_EQ(w.containers.size(), 2u) << "kubelet allocates them: the pod is a candidate in its turn";
+  EXPECT_EQ(w.containers[0].devices, 1);
+  EXPECT_EQ(w.containers[1].devices, 2);
 }
 
 TEST(NodeRecords, OnlyPodsNotYetRunningWait) {

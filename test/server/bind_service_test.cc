@@ -22,13 +22,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Two T4 nodes (2 cards each, 16 GiB) and one A100-looking node.
-std::vector<std::string> small_cluster() {
-  json a100 = json::parse(node_object("n-a100", 1, 81920));
-  a100["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100-SXM4-80GB";
-  return {node_object("n1", 2), node_object("n2", 2), a100.dump()};
-}
-
 TEST(BindService, RetriedBindIsIdempotentAndUnknownPodsFailWithAMessage) {
   auto objects = small_cluster();
   objects.push_back(gpu_pod("p", "u-p", 30));

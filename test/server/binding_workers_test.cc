@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "k8s/contract/fracpack.h"
+#include "k8s/contract/hami.h"
 #include "k8s/node_lock.h"
 #include "test/support/cluster_harness.h"
 
@@ -166,8 +167,8 @@ TEST_F(BindingWorkersTest, AnUnknownOutcomeIsSettledByReadingThePod) {
 
 TEST_F(BindingWorkersTest, AFencedBindTakesTheContractsNodeLockFirst) {
   server::BindingWorkers workers(client_for(server_), 2, nullptr, &fence_, metrics_);
-  const k8s::NodeLock lock;  // HAMi's hami.io/mutex.lock
-  workers.use_node_lock(&lock);
+  const k8s::HamiContract hami;  // its lock: hami.io/mutex.lock
+  workers.use_node_lock(hami.node_lock());
   auto listener = std::make_shared<RecordingListener>();
   workers.bind(job(true), listener);
   ASSERT_TRUE(listener->wait_calls(2));
@@ -177,6 +178,19 @@ TEST_F(BindingWorkersTest, AFencedBindTakesTheContractsNodeLockFirst) {
   const std::string* held = node->meta.annotation("hami.io/mutex.lock");
   ASSERT_NE(held, nullptr) << "kept after the Binding: HAMi's device plugin releases it at Allocate";
   EXPECT_NE(held->find(",default,p"), std::string::npos) << *held;
+  // In order: the lock (a PATCH of the node), the fence's read, the Binding.
+  const std::vector<std::string> log = server_.request_log();
+  auto first = [&](const std::string& prefix) {
+    for (size_t i = 0; i < log.size(); ++i) {
+      if (log[i].rfind(prefix, 0) == 0) return i;
+    }
+    return log.size();
+  };
+  const size_t lock_at = first("PATCH /api/v1/nodes/n1"), fence_at = first("GET /api/v1/pods?"),
+               bind_at = first("POST /api/v1/namespaces/default/pods/p/binding");
+  ASSERT_LT(bind_at, log.size());
+  EXPECT_LT(lock_at, fence_at);
+  EXPECT_LT(fence_at, bind_at);
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ extern char** environ;
 
 namespace fracpack::testing {
 
+std::vector<std::string> small_cluster() {
+  nlohmann::json a100 = nlohmann::json::parse(node_object("n-a100", 1, 81920));
+  a100["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100-SXM4-80GB";
+  return {node_object("n1", 2), node_object("n2", 2), a100.dump()};
+}
+
 using json = nlohmann::json;
 
 TempDir::TempDir() {

@@ -18,6 +18,10 @@
 
 namespace fracpack::testing {
 
+// Two T4 nodes (2 cards each, 16 GiB) and one A100-looking node (80 GiB,
+// labelled A100-SXM4-80GB): the extender tests' small cluster.
+std::vector<std::string> small_cluster();
+
 // A folder removed with its contents at destruction.
 class TempDir {
  public:
