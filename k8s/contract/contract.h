@@ -18,7 +18,7 @@
 // (NodeSpec::excluded, k8s/contract/foreign.h).
 //
 // What is the same for every contract lives elsewhere: Kubernetes' own
-// request rules (k8s/contract/kubernetes_resources.h) and what to do when a
+// request rules (k8s/contract/kubernetes_rules.h) and what to do when a
 // record is missing or partial (the pod-to-ledger path, k8s/ledger_builder.h:
 // it infers and fails closed the same way for every contract).
 #pragma once
