@@ -1,4 +1,4 @@
-// The API client pieces against the fake server: binding, events, auth
+// The API client pieces against the fake server: binding, auth
 // configuration, and the HTTP client's own behaviour.
 #include <gtest/gtest.h>
 
@@ -18,7 +18,6 @@
 #include "k8s/binding.h"
 #include "k8s/contract/fracpack.h"
 #include "k8s/reconciler.h"
-#include "k8s/events.h"
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
@@ -188,30 +187,6 @@ TEST(Binder, BindingBodyFollowsTheReference) {
   EXPECT_EQ(k8s::binding_json(t),
             R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"train-0","namespace":"ml","uid":"u-1",)"
             R"("annotations":{"example.com/gpu-ids":"0,1"}},"target":{"apiVersion":"v1","kind":"Node","name":"node-a"}})");
-}
-
-TEST(Events, PostedInTheBackgroundAndRateLimited) {
-  FakeApiServer s;
-  k8s::EventOptions o;
-  o.instance = "fracpack-0";
-  k8s::EventRecorder rec(client_for(s), o);
-  std::jthread worker([&](std::stop_token st) { rec.run(st); });
-  const k8s::EventRef pod{"ml", "train-0", "u-1"};
-  rec.record(pod, "Warning", "FailedScheduling", "0/3 nodes are available: 3 insufficient GPU");
-  rec.record(pod, "Warning", "FailedScheduling", "again");  // within the interval: suppressed
-  rec.record(pod, "Warning", "BindFailed", "conflict");
-  ASSERT_TRUE(Cluster::wait_for([&] { return rec.stats().posted == 2; }));
-  const auto events = s.list("events");
-  ASSERT_EQ(events.size(), 2u);
-  json e = json::parse(events[0]);
-  EXPECT_EQ(e["involvedObject"]["name"], "train-0");
-  EXPECT_EQ(e["involvedObject"]["uid"], "u-1");
-  EXPECT_EQ(e["source"]["component"], "fracpack");
-  EXPECT_EQ(e["type"], "Warning");
-  EXPECT_EQ(rec.stats().suppressed, 1u);
-  // The global bucket: a burst beyond it is dropped, not queued forever.
-  for (int i = 0; i < 100; ++i) rec.record({"ml", "p" + std::to_string(i), "u" + std::to_string(i)}, "Warning", "X", "m");
-  EXPECT_GE(rec.stats().suppressed, 60u);
 }
 
 // --- authentication configuration ---
