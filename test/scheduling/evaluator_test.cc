@@ -1,6 +1,6 @@
 // The extender's evaluator (scheduling/evaluator.h) over the decision cache
-// it shares with the replay (scheduling/decision_cache.h): verdicts, reasons,
-// and what is computed again when.
+// it shares with the replay (scheduling/decision_cache.h, tested in
+// decision_cache_test.cc): verdicts, reasons, and what is computed again when.
 #include "scheduling/evaluator.h"
 
 #include <gtest/gtest.h>
@@ -65,28 +65,6 @@ TEST(Evaluator, AProjectionIsJudgedWithoutTheCache) {
   const Verdict v = f.evaluator.evaluate_one(pod("p", 1, 1000), projected);
   EXPECT_TRUE(v.fits);
   EXPECT_EQ(f.evaluator.stats().misses + f.evaluator.stats().hits, 0u);
-}
-
-TEST(DecisionCache, KeepsTheMostRecentDemands) {
-  DecisionCache cache(1);
-  auto& first = cache.entries(pod("p", 1, 500), 2);
-  first[0].version = 7;
-  EXPECT_EQ(cache.entries(pod("q", 1, 500), 2)[0].version, 7u) << "the same demand, the same entries";
-  EXPECT_EQ(cache.entries(pod("r", 1, 300), 2)[0].version, 0u);
-  EXPECT_EQ(cache.entries(pod("p", 1, 500), 2)[0].version, 0u) << "evicted by the other demand";
-}
-
-TEST(DecisionCache, JudgeExplainsOnlyWhenAsked) {
-  Ledger l;
-  l.upsert_node(node("a", 1));
-  auto policy = make_policy("bestfit", PolicyOptions{}).value();
-  Verdict quiet, explained;
-  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, false, quiet);
-  judge(pod("p", 2, 1000), *l.node("a"), *policy, FitOptions{}, true, explained);
-  EXPECT_FALSE(quiet.fits);
-  EXPECT_TRUE(quiet.reason.empty());
-  EXPECT_FALSE(explained.fits);
-  EXPECT_FALSE(explained.reason.empty());
 }
 
 }  // namespace
