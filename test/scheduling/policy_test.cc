@@ -117,28 +117,6 @@ TEST(Policy, ExtenderScoreMapsToZeroToTen) {
   EXPECT_EQ(extender_score(-5, -10, 10), 2);
 }
 
-TEST(Scheduler, TiesGoToTheEarliestNodeAndFailuresAreExplained) {
-  Ledger l;
-  for (const char* n : {"a", "b", "c"}) l.upsert_node(node(n, 1));
-  auto pol = make_policy("bestfit", PolicyOptions{});
-  ASSERT_TRUE(pol.ok());
-  Scheduler s(l, **pol, FitOptions{}, {"c", "b", "a"});
-  Decision d = s.schedule(pod("p1", 1, 600));
-  ASSERT_TRUE(d.placed);
-  EXPECT_EQ(d.node->name(), "c");
-  d = s.schedule(pod("p2", 1, 400));  // fills c exactly: best fit
-  ASSERT_TRUE(d.placed);
-  EXPECT_EQ(d.node->name(), "c");
-  d = s.schedule(pod("p3", 1, 1000));
-  EXPECT_EQ(d.node->name(), "b");
-  d = s.schedule(pod("p4", 1, 1000));
-  EXPECT_EQ(d.node->name(), "a");
-  d = s.schedule(pod("p5", 1, 100), true, true);
-  EXPECT_FALSE(d.placed);
-  EXPECT_EQ(d.reason, "0/3 nodes are available: 3 insufficient GPU");
-  EXPECT_TRUE(l.check_invariants().ok());
-}
-
 // fracpack's scores step by 50 milli of fragmentation: nodes that tie go to
 // the first in the order, so pods pack onto the same nodes and the others
 // stay whole.
