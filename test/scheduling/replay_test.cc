@@ -189,19 +189,5 @@ TEST(Replay, BucketingFollowsTheMergeScripts) {
   EXPECT_DOUBLE_EQ(round2(0.125), 0.12);  // exact half: to even
 }
 
-TEST(Replay, CsvParsingErrorsNameTheLine) {
-  auto bad = parse_openb_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,100,10,1,500\np2,x,10,1,500\n");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.message().find("line 3"), std::string::npos) << bad.message();
-  EXPECT_NE(bad.message().find("cpu_milli"), std::string::npos) << bad.message();
-  auto missing = parse_openb_nodes("sn,cpu_milli,gpu,model\n");
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.message().find("memory_mib"), std::string::npos);
-  auto clamp = parse_openb_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\nq,1,1,0,300\n");
-  ASSERT_TRUE(clamp.ok());
-  EXPECT_EQ((*clamp)[0].gpu_milli, 1000);
-  EXPECT_EQ((*clamp)[1].gpu_request(), 0);
-}
-
 }  // namespace
 }  // namespace fracpack::replay
