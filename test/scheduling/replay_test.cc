@@ -175,19 +175,5 @@ TEST(Replay, FracpackAllocatesAtLeastAsMuchAsFgd) {
   }
 }
 
-TEST(Replay, BucketingFollowsTheMergeScripts) {
-  // Two arrivals in bucket 0, none in 1 (falls back to 0..2), one in 2.
-  std::vector<ArrivalMetrics> ev = {{0, 0, 100.0, 10.0}, {31, 31, 200.0, 20.0}, {124240, 124240, 300.0, 30.0}};
-  Curves c = bucket(ev, 6212);
-  EXPECT_DOUBLE_EQ(c.alloc[0], round2((0.0 + round2(31.0 / 6212 / 10)) / 2));
-  EXPECT_DOUBLE_EQ(c.frag_ratio[0], 15.0);
-  EXPECT_DOUBLE_EQ(c.frag_ratio[1], 20.0);  // the fallback bucket 0..2 holds all three
-  EXPECT_DOUBLE_EQ(c.frag_ratio[2], 30.0);
-  EXPECT_DOUBLE_EQ(c.alloc[2], 2.0);
-  EXPECT_TRUE(std::isnan(c.alloc[4]));
-  EXPECT_DOUBLE_EQ(round2(2.675), 2.67);  // binary 2.67499999... as Python rounds it
-  EXPECT_DOUBLE_EQ(round2(0.125), 0.12);  // exact half: to even
-}
-
 }  // namespace
 }  // namespace fracpack::replay
