@@ -10,7 +10,6 @@
 #include "k8s/bind_fence.h"
 #include "k8s/binding.h"
 #include "k8s/reconciler.h"
-#include "k8s/server_version.h"
 #include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
 #include "test/support/cluster_harness.h"
@@ -222,20 +221,6 @@ TEST(BindFenceAuto, TheApiServersVersionPicksTheRead) {
               want == k8s::BindFence::Read::kMarker) << minor;
     EXPECT_EQ(fence.resolved_from(), "v1." + minor + ".0-fracpack-fake");
   }
-}
-
-TEST(ServerVersion, ReadsMajorAndMinorAsVendorsWriteThem) {
-  auto v = k8s::parse_server_version(R"({"major":"1","minor":"20+","gitVersion":"v1.20.2-eks"})");
-  ASSERT_TRUE(v) << v.message();
-  EXPECT_EQ(v->minor, 20);
-  EXPECT_FALSE(k8s::consistent_list_from_cache(*v));
-  EXPECT_FALSE(k8s::scheduler_knows_unresolvable(*v));
-  auto git = k8s::parse_server_version(R"({"major":"","minor":"","gitVersion":"v1.31.4"})");
-  ASSERT_TRUE(git) << git.message();
-  EXPECT_TRUE(k8s::consistent_list_from_cache(*git));
-  EXPECT_TRUE(k8s::scheduler_knows_unresolvable(*git));
-  EXPECT_FALSE(k8s::parse_server_version("{}"));
-  EXPECT_FALSE(k8s::parse_server_version("not json"));
 }
 
 // Two pods bound on one card by two schedulers: the reconciler reports it.

@@ -1,6 +1,6 @@
 // The extender's evaluator (scheduling/evaluator.h) over the decision cache
-// it shares with the replay (scheduling/decision_cache_test.cc tests the cache): verdicts, reasons,
-// and what is computed again when.
+// it shares with the replay (scheduling/decision_cache.h, tested in
+// decision_cache_test.cc): verdicts, reasons, and what is computed again when.
 #include "scheduling/evaluator.h"
 
 #include <gtest/gtest.h>

@@ -80,48 +80,5 @@ TEST(Fragmentation, MemoisedAnswersEqualFreshOnes) {
   }
 }
 
-TEST(Workload, TypicalPodsFollowTheSimulatorRule) {
-  std::vector<PodShape> pods;
-  for (int i = 0; i < 50; ++i) pods.push_back(gpu_shape(1000, 500, 1));
-  for (int i = 0; i < 30; ++i) pods.push_back(gpu_shape(2000, 1000, 1));
-  for (int i = 0; i < 16; ++i) pods.push_back(gpu_shape(4000, 0, 0));
-  for (int i = 0; i < 4; ++i) pods.push_back(gpu_shape(8000, 1000, 8));
-  Workload w = Workload::typical(pods, 95);
-  // 50 + 30 + 16 = 96 >= 95: the 8-GPU shape is cut, shares renormalised over 96.
-  ASSERT_EQ(w.entries().size(), 3u);
-  EXPECT_EQ(w.entries()[0].shape.cores, 500);
-  EXPECT_NEAR(w.entries()[0].share, 50.0 / 96, 1e-12);
-  EXPECT_NEAR(w.entries()[2].share, 16.0 / 96, 1e-12);
-  // Ties in count go to the larger CPU first.
-  std::vector<PodShape> tie = {gpu_shape(1000, 500, 1), gpu_shape(3000, 500, 1)};
-  Workload t = Workload::typical(tie, 100);
-  EXPECT_EQ(t.entries()[0].shape.cpu_milli, 3000);
-}
-
-TEST(Workload, LearnedWorkloadForgetsOldShapesAndKeepsNodeMemory) {
-  LearnedWorkload learned(100);
-  for (int i = 0; i < 1000; ++i) learned.observe(gpu_shape(1000, 500, 1), 4096);
-  for (int i = 0; i < 1000; ++i) learned.observe(gpu_shape(2000, 1000, 1), i % 2 == 0 ? 40960 : 57344);
-  ShapeCounts w = learned.snapshot();
-  ASSERT_EQ(w.counts().size(), 2u);
-  const double recent = w.counts().at(gpu_shape(2000, 1000, 1)) / w.total();
-  EXPECT_GT(recent, 0.99);  // the recent shape dominates
-  EXPECT_NEAR(w.node_memory_mib(gpu_shape(2000, 1000, 1)), 49152, 100);  // the mean of its pods'
-  EXPECT_DOUBLE_EQ(w.node_memory_mib(gpu_shape(1000, 500, 1)), 4096);
-}
-
-TEST(Workload, ShapeCountsKeepEachShapesMeanNodeMemory) {
-  ShapeCounts counts;
-  counts.add(gpu_shape(1000, 500, 1), 3, 4096);
-  counts.add(gpu_shape(1000, 500, 1), 1, 8192);  // the same shape: one entry, the mean memory
-  counts.add(gpu_shape(2000, 1000, 1), 4);
-  EXPECT_EQ(counts.counts().size(), 2u);
-  EXPECT_DOUBLE_EQ(counts.node_memory_mib(gpu_shape(1000, 500, 1)), 5120);
-  EXPECT_DOUBLE_EQ(counts.node_memory_mib(gpu_shape(2000, 1000, 1)), 0);  // not given
-  Workload w = Workload::typical(counts, 100);
-  ASSERT_EQ(w.entries().size(), 2u);
-  EXPECT_DOUBLE_EQ(w.entries()[0].share + w.entries()[1].share, 1.0);
-}
-
 }  // namespace
 }  // namespace fracpack::scheduling

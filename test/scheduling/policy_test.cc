@@ -117,59 +117,6 @@ TEST(Policy, ExtenderScoreMapsToZeroToTen) {
   EXPECT_EQ(extender_score(-5, -10, 10), 2);
 }
 
-TEST(Scheduler, TiesGoToTheEarliestNodeAndFailuresAreExplained) {
-  Ledger l;
-  for (const char* n : {"a", "b", "c"}) l.upsert_node(node(n, 1));
-  auto pol = make_policy("bestfit", PolicyOptions{});
-  ASSERT_TRUE(pol.ok());
-  Scheduler s(l, **pol, FitOptions{}, {"c", "b", "a"});
-  Decision d = s.schedule(pod("p1", 1, 600));
-  ASSERT_TRUE(d.placed);
-  EXPECT_EQ(d.node->name(), "c");
-  d = s.schedule(pod("p2", 1, 400));  // fills c exactly: best fit
-  ASSERT_TRUE(d.placed);
-  EXPECT_EQ(d.node->name(), "c");
-  d = s.schedule(pod("p3", 1, 1000));
-  EXPECT_EQ(d.node->name(), "b");
-  d = s.schedule(pod("p4", 1, 1000));
-  EXPECT_EQ(d.node->name(), "a");
-  d = s.schedule(pod("p5", 1, 100), true, true);
-  EXPECT_FALSE(d.placed);
-  EXPECT_EQ(d.reason, "0/3 nodes are available: 3 insufficient GPU");
-  EXPECT_TRUE(l.check_invariants().ok());
-}
-
-// fracpack's scores step by 50 milli of fragmentation: nodes that tie go to
-// the first in the order, so pods pack onto the same nodes and the others
-// stay whole.
-TEST(Policy, FracpackTiesGoToTheFirstNodeSoPodsPackTogether) {
-  PolicyOptions o;
-  auto w = std::make_shared<ShapeCounts>();
-  w->add(PodShape{1000, 500, 1, 0, 0, ""}, 3);
-  w->add(PodShape{1000, 1000, 2, 0, 0, ""}, 1);
-  o.workload = w;
-  auto pol = make_policy("fracpack", o);
-  ASSERT_TRUE(pol.ok());
-  Ledger l;
-  for (const char* n : {"a", "b", "c"}) l.upsert_node(node(n, 2));
-  Scheduler s(l, **pol, FitOptions{}, {"c", "b", "a"});
-  std::vector<std::string> placed;
-  for (int i = 0; i < 4; ++i) {
-    const PodRequest p = pod("p" + std::to_string(i), 1, 500);
-    s.arrived(p);
-    Decision d = s.schedule(p);
-    ASSERT_TRUE(d.placed);
-    placed.push_back(d.node->name());
-  }
-  EXPECT_EQ(placed, (std::vector<std::string>{"c", "c", "c", "c"})) << "four half cards fill the first node";
-  // Now b and a tie: a two-card pod takes b, the first of them.
-  const PodRequest big = pod("big", 2, 1000);
-  s.arrived(big);
-  Decision d = s.schedule(big);
-  ASSERT_TRUE(d.placed);
-  EXPECT_EQ(d.node->name(), "b");
-}
-
 // A learning policy counts every pod that arrives, placed or not.
 TEST(Policy, ThePolicyObservesArrivalsNotOnlyPlacements) {
   struct Counting : Policy {

@@ -4,8 +4,6 @@
 
 #include <vector>
 
-#include "common/error_body.h"
-
 namespace fracpack {
 namespace {
 
@@ -62,8 +60,6 @@ TEST(JsonWrite, FieldsAndNumbers) {
   out += "}";
   EXPECT_EQ(out, R"({"k":"v","n":3,"x":0.5})");
 }
-
-TEST(ErrorBody, IsTheExtenderErrorShape) { EXPECT_EQ(error_body("no \"pod\""), R"({"Error":"no \"pod\""})"); }
 
 }  // namespace
 }  // namespace fracpack

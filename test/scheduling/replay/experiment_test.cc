@@ -175,33 +175,5 @@ TEST(Replay, FracpackAllocatesAtLeastAsMuchAsFgd) {
   }
 }
 
-TEST(Replay, BucketingFollowsTheMergeScripts) {
-  // Two arrivals in bucket 0, none in 1 (falls back to 0..2), one in 2.
-  std::vector<ArrivalMetrics> ev = {{0, 0, 100.0, 10.0}, {31, 31, 200.0, 20.0}, {124240, 124240, 300.0, 30.0}};
-  Curves c = bucket(ev, 6212);
-  EXPECT_DOUBLE_EQ(c.alloc[0], round2((0.0 + round2(31.0 / 6212 / 10)) / 2));
-  EXPECT_DOUBLE_EQ(c.frag_ratio[0], 15.0);
-  EXPECT_DOUBLE_EQ(c.frag_ratio[1], 20.0);  // the fallback bucket 0..2 holds all three
-  EXPECT_DOUBLE_EQ(c.frag_ratio[2], 30.0);
-  EXPECT_DOUBLE_EQ(c.alloc[2], 2.0);
-  EXPECT_TRUE(std::isnan(c.alloc[4]));
-  EXPECT_DOUBLE_EQ(round2(2.675), 2.67);  // binary 2.67499999... as Python rounds it
-  EXPECT_DOUBLE_EQ(round2(0.125), 0.12);  // exact half: to even
-}
-
-TEST(Replay, CsvParsingErrorsNameTheLine) {
-  auto bad = parse_openb_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,100,10,1,500\np2,x,10,1,500\n");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.message().find("line 3"), std::string::npos) << bad.message();
-  EXPECT_NE(bad.message().find("cpu_milli"), std::string::npos) << bad.message();
-  auto missing = parse_openb_nodes("sn,cpu_milli,gpu,model\n");
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.message().find("memory_mib"), std::string::npos);
-  auto clamp = parse_openb_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\nq,1,1,0,300\n");
-  ASSERT_TRUE(clamp.ok());
-  EXPECT_EQ((*clamp)[0].gpu_milli, 1000);
-  EXPECT_EQ((*clamp)[1].gpu_request(), 0);
-}
-
 }  // namespace
 }  // namespace fracpack::replay

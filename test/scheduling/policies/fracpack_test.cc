@@ -1,0 +1,102 @@
+// fracpack's own policy (scheduling/policies/fracpack.cc): the least
+// fragmenting placement against a target workload learned online, scores in
+// steps of 50 milli so that ties pack pods onto the first nodes, and the
+// measure rebuilt (a new generation) only when the learned mix drifts.
+#include <gtest/gtest.h>
+
+#include "scheduling/policy.h"
+#include "scheduling/scheduler.h"
+#include "test/support/testlib.h"
+
+namespace fracpack::scheduling {
+namespace {
+
+using fracpack::testing::node;
+using fracpack::testing::pod;
+
+std::shared_ptr<const ShapeCounts> shapes(std::initializer_list<std::pair<PodShape, double>> counts) {
+  auto w = std::make_shared<ShapeCounts>();
+  for (const auto& [shape, count] : counts) w->add(shape, count);
+  return w;
+}
+
+// fracpack's scores step by 50 milli of fragmentation: nodes that tie go to
+// the first in the order, so pods pack onto the same nodes and the others
+// stay whole.
+TEST(Policy, FracpackTiesGoToTheFirstNodeSoPodsPackTogether) {
+  PolicyOptions o;
+  auto w = std::make_shared<ShapeCounts>();
+  w->add(PodShape{1000, 500, 1, 0, 0, ""}, 3);
+  w->add(PodShape{1000, 1000, 2, 0, 0, ""}, 1);
+  o.workload = w;
+  auto pol = make_policy("fracpack", o);
+  ASSERT_TRUE(pol.ok());
+  Ledger l;
+  for (const char* n : {"a", "b", "c"}) l.upsert_node(node(n, 2));
+  Scheduler s(l, **pol, FitOptions{}, {"c", "b", "a"});
+  std::vector<std::string> placed;
+  for (int i = 0; i < 4; ++i) {
+    const PodRequest p = pod("p" + std::to_string(i), 1, 500);
+    s.arrived(p);
+    Decision d = s.schedule(p);
+    ASSERT_TRUE(d.placed);
+    placed.push_back(d.node->name());
+  }
+  EXPECT_EQ(placed, (std::vector<std::string>{"c", "c", "c", "c"})) << "four half cards fill the first node";
+  // Now b and a tie: a two-card pod takes b, the first of them.
+  const PodRequest big = pod("big", 2, 1000);
+  s.arrived(big);
+  Decision d = s.schedule(big);
+  ASSERT_TRUE(d.placed);
+  EXPECT_EQ(d.node->name(), "b");
+}
+
+TEST(FracpackPolicy, ASingleShareTakesTheCardItFillsAndTheLowestIndexOnTies) {
+  PolicyOptions o;
+  o.workload = shapes({{PodShape{1000, 1000, 1, 0, 0, ""}, 1}});  // whole cards
+  auto pol = make_policy("fracpack", o);
+  ASSERT_TRUE(pol.ok());
+  Ledger l;
+  l.upsert_node(node("n", 4));
+  Evaluation idle;
+  ASSERT_TRUE((*pol)->evaluate(pod("a", 1, 500), *l.node("n"), idle));
+  ASSERT_EQ(idle.picks.size, 1u);
+  EXPECT_EQ(idle.picks.pos[0], 0) << "four identical cards: the first";
+  // Half of card 2 taken: another half fills it, and strands nothing.
+  ASSERT_GE(l.confirm(PodFacts{"u", "ns/u", 0, 0}, Allocation{"n", {ContainerAllocation{"x", false, {CardShare{2, "", 0, 500}}}}}), 0);
+  Evaluation fill;
+  ASSERT_TRUE((*pol)->evaluate(pod("b", 1, 500), *l.node("n"), fill));
+  EXPECT_EQ(fill.picks.pos[0], 2);
+  EXPECT_GT(fill.score, idle.score) << "filling a card avoids fragmentation, opening one adds it";
+  // A share no card can take: no evaluation.
+  Evaluation none;
+  EXPECT_FALSE((*pol)->evaluate(pod("c", 1, 500, 20000), *l.node("n"), none));
+}
+
+TEST(FracpackPolicy, TheMeasureIsRebuiltOnlyWhenTheLearnedMixDrifts) {
+  const PodShape half{1000, 500, 1, 0, 0, ""};
+  Ledger l;
+  l.upsert_node(node("n", 2));
+  for (bool learn : {true, false}) {
+    PolicyOptions o;
+    o.workload = shapes({{half, 1}});
+    o.learn = learn;
+    o.prior_weight = 10;
+    o.learn_half_life = 20;
+    auto pol = make_policy("fracpack", o);
+    ASSERT_TRUE(pol.ok());
+    EXPECT_EQ((*pol)->generation(), 0u);
+    (*pol)->observe(pod("first", 1, 1000), l);  // the first arrival builds the measure
+    EXPECT_EQ((*pol)->generation(), 1u) << learn;
+    // Only whole-card pods arrive: the learned mix leaves the half-card prior.
+    for (int i = 1; i < 600; ++i) (*pol)->observe(pod("p" + std::to_string(i), 1, 1000), l);
+    if (learn) {
+      EXPECT_GT((*pol)->generation(), 1u) << "the mix drifted";
+    } else {
+      EXPECT_EQ((*pol)->generation(), 1u) << "without learning the target stays";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fracpack::scheduling
