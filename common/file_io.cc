@@ -1,11 +1,16 @@
 #include "common/file_io.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace fracpack {
 
 Result<std::string> read_file(const std::string& path) {
+  // A folder opens as a stream that reads nothing and fails no bad() check:
+  // it would read as an empty file (a kubeconfig or token path naming one).
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Error{"cannot read " + path + ": it is a folder, not a file"};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"cannot read " + path};
   std::ostringstream ss;

@@ -1,5 +1,7 @@
 #include "k8s/server_version.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 namespace fracpack::k8s {
@@ -26,8 +28,18 @@ Result<ServerVersion> parse_server_version(std::string_view text) {
   }
   if (!j.is_object()) return Error{"/version is not an object"};
   ServerVersion v;
-  const std::string major = j.value("major", ""), minor = j.value("minor", "");
-  v.git_version = j.value("gitVersion", "");
+  // Strings, as the API server writes them; anything else is an error, not
+  // an exception (j.value throws on another type).
+  auto string_field = [&j](const char* key) -> std::optional<std::string> {
+    auto it = j.find(key);
+    if (it == j.end()) return std::string();
+    if (!it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const auto major_text = string_field("major"), minor_text = string_field("minor"), git = string_field("gitVersion");
+  if (!major_text || !minor_text || !git) return Error{"/version: major, minor and gitVersion must be strings"};
+  const std::string major = *major_text, minor = *minor_text;
+  v.git_version = *git;
   if (!leading_int(major, v.major) || !leading_int(minor, v.minor)) {
     // Some builds leave major/minor empty: read gitVersion "v1.20.2".
     const std::string g = v.git_version.size() > 1 && v.git_version[0] == 'v' ? v.git_version.substr(1) : v.git_version;

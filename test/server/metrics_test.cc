@@ -112,7 +112,7 @@ TEST(Metrics, RejectionClassNamesTheReasonsFitGives) {
   const scheduling::NodeState& small = *ledger.node("small");
   const scheduling::BestCardRanker ranker;
   auto reason_for = [&](const scheduling::PodRequest& p, const scheduling::NodeState& n) {
-    const scheduling::FitResult r = scheduling::fit(p, n, scheduling::FitOptions{}, ranker);
+    const scheduling::FitResult r = scheduling::explain_fit(p, n, scheduling::FitOptions{}, ranker);
     EXPECT_FALSE(r.fits);
     return r.reason;
   };
