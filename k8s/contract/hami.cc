@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "common/json/write.h"
 #include "k8s/contract/codec.h"
 #include "k8s/json.h"
 #include "k8s/node_lock.h"
@@ -237,6 +238,23 @@ Result<std::vector<Card>> parse_hami_register(std::string_view text) {
     if (!modes[i].empty() && modes[i] != "hami-core") (*cards)[i].cordoned = true;
   }
   return cards;
+}
+
+std::string format_hami_register(const std::vector<Card>& cards) {
+  std::string out = "[";
+  for (const Card& c : cards) {
+    out += out.size() > 1 ? ",{" : "{";
+    append_json_field(out, "id", c.uuid, false);
+    if (c.index != 0) out += ",\"index\":" + std::to_string(c.index);
+    out += ",\"count\":" + std::to_string(c.max_sharers) + ",\"devmem\":" + std::to_string(c.memory_mib) + ",\"devcore\":100";
+    append_json_field(out, "type", c.model);
+    if (c.numa != 0) out += ",\"numa\":" + std::to_string(c.numa);
+    out += ",\"mode\":\"hami-core\"";
+    if (c.healthy) out += ",\"health\":true";
+    out += "}";
+  }
+  out += "]";
+  return out;
 }
 
 Result<NodeSpec> HamiContract::node_spec(const Node& node) const {

@@ -104,6 +104,11 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
 // index when every card has a distinct one, else their position (older
 // plugins omit it; HAMi's records name cards by UUID only).
 Result<std::vector<scheduling::Card>> parse_hami_register(std::string_view text);
+// The JSON form of it as HAMi's device plugin writes it (Go's omitempty:
+// a zero index or NUMA node and a false health left out), every card whole
+// in hami-core mode: devcore 100, count its max_sharers, type its model.
+// parse_hami_register reads the cards back.
+std::string format_hami_register(const std::vector<scheduling::Card>& cards);
 
 // One device of a hami.io/vgpu-devices-* entry.
 struct HamiDevice {

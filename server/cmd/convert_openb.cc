@@ -6,8 +6,8 @@
 
 #include "server/cmd/convert_openb.h"
 
-#include "common/json/write.h"
 #include "common/time.h"
+#include "k8s/contract/hami.h"
 #include "k8s/objects.h"
 #include "k8s/workload_codec.h"
 #include "scheduling/go_rand.h"
@@ -109,19 +109,17 @@ class HamiWriter : public OpenbWriter {
   HamiWriter(const k8s::HamiNames& names, int split_count) : names_(names), split_(split_count) {}
   void describe_cards(const OpenbNode& on, size_t index, k8s::Node& n) const override {
     if (on.gpus == 0) return;
-    // HAMi's device plugin registers every card, zero fields omitted (card 0 has no "index", NUMA 0 none).
-    std::string devices = "[";
+    // HAMi's device plugin registers every card, each split split_ ways.
+    std::vector<scheduling::Card> cards(static_cast<size_t>(on.gpus));
     for (int i = 0; i < on.gpus; ++i) {
-      devices += i ? ",{" : "{";
-      append_json_field(devices, "id", card_uuid(index, i), false);
-      if (i > 0) devices += ",\"index\":" + std::to_string(i);
-      devices += ",\"count\":" + std::to_string(split_) + ",\"devmem\":" + std::to_string(replay::nominal_memory_mib(on.model)) +
-                 ",\"devcore\":100";
-      append_json_field(devices, "type", "NVIDIA-" + on.model);
-      devices += ",\"mode\":\"hami-core\",\"health\":true}";
+      scheduling::Card& c = cards[static_cast<size_t>(i)];
+      c.index = i;
+      c.uuid = card_uuid(index, i);
+      c.model = "NVIDIA-" + on.model;
+      c.memory_mib = replay::nominal_memory_mib(on.model);
+      c.max_sharers = split_;
     }
-    devices += "]";
-    n.meta.annotations.emplace_back(names_.register_devices, std::move(devices));
+    n.meta.annotations.emplace_back(names_.register_devices, k8s::format_hami_register(cards));
     n.allocatable.emplace_back(names_.gpu, std::to_string(on.gpus * split_));
   }
   Result<bool> ask(const OpenbPod& op, k8s::Pod& p, k8s::Container& c) const override {

@@ -172,6 +172,27 @@ TEST(HamiContract, NodesFromTheJsonRegister) {
   EXPECT_FALSE(spec->cards[0].healthy);
 }
 
+TEST(HamiContract, TheRegisterIsWrittenAsThePluginWritesIt) {
+  std::vector<scheduling::Card> cards(3);
+  for (int i = 0; i < 3; ++i) {
+    cards[i].index = i;
+    cards[i].uuid = "GPU-" + std::to_string(i);
+    cards[i].model = "NVIDIA-A100 \"sxm\"";
+    cards[i].memory_mib = 40960;
+    cards[i].max_sharers = 10;
+  }
+  cards[1].numa = 1;
+  cards[2].healthy = false;
+  const std::string reg = format_hami_register(cards);
+  EXPECT_EQ(reg.substr(1, reg.find("},")),
+            R"({"id":"GPU-0","count":10,"devmem":40960,"devcore":100,"type":"NVIDIA-A100 \"sxm\"","mode":"hami-core","health":true})")
+      << "zero fields omitted, as Go's omitempty leaves them";
+  auto back = parse_hami_register(reg);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, cards);
+  EXPECT_EQ(format_hami_register({}), "[]");
+}
+
 TEST(HamiContract, NodesFromTheLegacyTextRegister) {
   auto spec = kContract.node_spec(node_from(register_annotation(
       "GPU-00552014,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:GPU-00552015,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,1,false:")));
