@@ -366,6 +366,12 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
   uint64_t opened_before = 0;  // streams opened before the last registration
   bool ever_registered = false;
   std::string last_error;
+  // kubelet binds its socket (the file appears, inotify wakes us) a moment
+  // before it listens on it: a registration in that window is refused. So
+  // after kubelet's socket appears, or its stream ended, refusals are
+  // retried soon, doubling up to `retry`.
+  constexpr std::chrono::milliseconds kFirstBackoff{10};
+  std::chrono::milliseconds backoff = retry;
   auto set_registered = [&](bool on) {
     registered = on;
     stats_.registered.store(on, std::memory_order_relaxed);
@@ -379,6 +385,7 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
     // kubelet (re)started: it sees every bound pod at once. (Also when the
     // plugin had already seen it stop and published itself unregistered.)
     if (ever_registered && kubelet_new && kubelet_there) state_.kubelet_restarted();
+    if (kubelet_new && kubelet_there) backoff = kFirstBackoff;
     if (registered && !kubelet_there) {
       // kubelet is restarting: it wipes this directory before it serves
       // again. Serving afresh now would have that socket wiped too (and a
@@ -396,6 +403,7 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
       // that is there takes the registration.
       set_registered(false);
       next_try = std::chrono::steady_clock::now();
+      backoff = kFirstBackoff;
       report(options_, true, "kubelet holds no ListAndWatch stream of " + options_.resource +
                                  " (kubelet stopped?): its cards are published as not registered until kubelet registers the plugin again");
     } else if (!registered && !kubelet_there) {
@@ -416,7 +424,8 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
       kubelet = now_kubelet;
       waiting_reported = false;
       if (!s.ok()) {
-        next_try = std::chrono::steady_clock::now() + retry;
+        next_try = std::chrono::steady_clock::now() + std::min(backoff, retry);
+        backoff = std::min(backoff * 2, retry);
         if (s.message() != last_error) report(options_, true, s.message() + " (retrying)");
         last_error = s.message();
       } else {
@@ -426,13 +435,19 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
                                     options_.resource + " with kubelet at " + kubelet_socket());
       }
     }
+    // Wake for the next try if it is due before the periodic re-check.
+    auto wait = std::chrono::milliseconds(200);
+    if (!registered) {
+      const auto until_try = std::chrono::duration_cast<std::chrono::milliseconds>(next_try - std::chrono::steady_clock::now());
+      wait = std::clamp(until_try, std::chrono::milliseconds(1), wait);
+    }
     pollfd p{fd, POLLIN, 0};
-    if (fd >= 0 && ::poll(&p, 1, 200) > 0) {
+    if (fd >= 0 && ::poll(&p, 1, static_cast<int>(wait.count())) > 0) {
       char buf[4096];
       while (::read(fd, buf, sizeof buf) > 0) {
       }
     } else if (fd < 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(wait);
     }
   }
   if (fd >= 0) ::close(fd);

@@ -221,7 +221,7 @@ TEST(DevicePluginRestart, ReRegistersWithinMillisecondsOfKubeletsSocketAndOnce) 
   kubelet->restart();
   while (kubelet->registrations() == before && std::chrono::steady_clock::now() - restarted < 5s) std::this_thread::sleep_for(5ms);
   const auto took = std::chrono::steady_clock::now() - restarted;
-  EXPECT_LT(took, 500ms) << "registered again " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms after";
+  EXPECT_LT(took, 2s) << "registered again " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms after";
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(kubelet->registrations(), before + 1) << "once per kubelet restart";
   EXPECT_TRUE(state.registered());
@@ -257,7 +257,7 @@ TEST(DevicePluginRestart, ReRegistersWithinMillisecondsOfKubeletsSocketAndOnce) 
   kubelet->restart();
   while (!state.registered() && std::chrono::steady_clock::now() - back < 5s) std::this_thread::sleep_for(5ms);
   EXPECT_TRUE(state.registered());
-  EXPECT_LT(std::chrono::steady_clock::now() - back, 500ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - back, 2s);
   ASSERT_TRUE(kubelet->wait_registered("fracpack.io/gpu", 10s));
   // kubelet gone: the plugin says so (the published cards are then not offered).
   kubelet.reset();
@@ -267,6 +267,66 @@ TEST(DevicePluginRestart, ReRegistersWithinMillisecondsOfKubeletsSocketAndOnce) 
   runner.request_stop();
   runner.join();
   std::filesystem::remove_all(dir);
+  if (HasFailure()) {
+    std::lock_guard lock(reports_mu);
+    for (const std::string& m : reports) ADD_FAILURE() << "the plugin reported: " << m;
+  }
+}
+
+// Found in CI (a loaded 2-core machine): kubelet binds its socket (the file
+// appears, inotify wakes the plugin) a moment before it listens on it; a
+// registration in that window is refused, and the plugin waited its whole
+// retry period (5 s here, 1 s in production) before trying again, while
+// kubelet admitted the pods bound to it. A refusal just after kubelet's
+// socket appeared is retried within milliseconds.
+TEST(DevicePluginRestart, ARegistrationRefusedAsKubeletsSocketAppearsIsRetriedWithinMilliseconds) {
+  const std::string dir = "/tmp/fp-dpw-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  DevicesAndPods state;
+  GpuDevice d;
+  d.uuid = "GPU-w";
+  d.memory_mib = 16384;
+  state.set_devices({d});
+  DevicePluginOptions o;
+  o.plugin_dir = dir;
+  o.slots = 2;
+  std::vector<std::string> reports;
+  std::mutex reports_mu;
+  o.report = [&](bool, const std::string& m) {
+    std::lock_guard lock(reports_mu);
+    reports.push_back(m);
+  };
+  {
+    KubeletDouble kubelet(dir);
+    kubelet.refuse_registrations(2);  // the very first start hits the window too
+    DevicePluginServer plugin(o, state);
+    std::jthread runner([&](std::stop_token st) { plugin.run(st, std::chrono::seconds(5)); });
+    const auto started = std::chrono::steady_clock::now();
+    ASSERT_TRUE(kubelet.wait_registered("fracpack.io/gpu", 10s));
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    const int before = kubelet.registrations();
+    kubelet.refuse_registrations(3);
+    const auto restarted = std::chrono::steady_clock::now();
+    kubelet.restart();
+    while (kubelet.registrations() == before && std::chrono::steady_clock::now() - restarted < 6s) std::this_thread::sleep_for(5ms);
+    const auto took = std::chrono::steady_clock::now() - restarted;
+    EXPECT_LT(took, 2s) << "registered again " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms after";
+    EXPECT_TRUE(kubelet.wait_registered("fracpack.io/gpu", 10s));
+    // kubelet stopped (its socket stays): the quick retries back off
+    // (doubling from 10 ms to the retry period), they do not spin.
+    const int calls = kubelet.register_calls();
+    kubelet.stop();
+    std::this_thread::sleep_for(3s);
+    EXPECT_GE(kubelet.register_calls(), calls + 1) << "it tried again once the stream ended";
+    EXPECT_LE(kubelet.register_calls(), calls + 10) << "10, 20, 40 ... 2560 ms apart";
+    runner.request_stop();
+    runner.join();
+  }
+  std::filesystem::remove_all(dir);
+  if (HasFailure()) {
+    std::lock_guard lock(reports_mu);
+    for (const std::string& m : reports) ADD_FAILURE() << "the plugin reported: " << m;
+  }
 }
 
 }  // namespace

@@ -22,7 +22,12 @@ class KubeletDouble::Registration final : public v1beta1::Registration::Service 
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid extended resource name: " + r);
     }
     std::lock_guard lock(k_.mu_);
+    ++k_.register_calls_;
     if (k_.stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused (kubelet stopped)");
+    if (k_.refusals_ > 0) {
+      --k_.refusals_;
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused (kubelet's socket not yet listening)");
+    }
     k_.endpoint_ = req->endpoint();
     k_.resource_ = r;
     k_.preferred_available_ = req->options().get_preferred_allocation_available();
@@ -256,6 +261,16 @@ void KubeletDouble::stop() {
     resource_.clear();
   }
   stop_stream();
+}
+
+void KubeletDouble::refuse_registrations(int n) {
+  std::lock_guard lock(mu_);
+  refusals_ = n;
+}
+
+int KubeletDouble::register_calls() const {
+  std::lock_guard lock(mu_);
+  return register_calls_;
 }
 
 int KubeletDouble::registrations() const {

@@ -69,8 +69,13 @@ class KubeletDouble {
   // (kubelet's socket stays behind; connecting to it is refused); restart()
   // brings it back.
   void stop();
+  // The next `n` registrations are refused as a socket that kubelet has
+  // bound but not yet listens on refuses them (connection refused): the
+  // window a plugin that dials the moment kubelet's socket appears can hit.
+  void refuse_registrations(int n);
 
   int registrations() const;
+  int register_calls() const;  // refused ones too
   int list_messages() const;
   std::string resource() const;
   std::chrono::steady_clock::time_point last_list_at() const;
@@ -98,6 +103,8 @@ class KubeletDouble {
   bool pending_ = false;  // a registration to dial back
   bool stopping_ = false;
   bool stopped_ = false;  // stop(): registrations refused
+  int refusals_ = 0;      // refuse_registrations()
+  int register_calls_ = 0;
   std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<grpc::ClientContext> stream_ctx_;
   std::thread stream_thread_;
