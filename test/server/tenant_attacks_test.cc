@@ -226,7 +226,11 @@ TEST_F(TenantAttack, APodDeletedAMomentAgoDoesNotLendItsCards) {
   const std::vector<Ctr> share = {{"main", false, 1, 60, 20000}};
   const std::string gone = bind("gone", share);
   wait_waiting(1);
-  cluster_->api->faults().event_delay_ms = 1500;
+  // The deletion's watch event is late when kubelet's Allocate comes; the
+  // fake server delays each batch of events, so `fresh`'s bind arrives a
+  // second delay later: two delays stay well inside the agent's
+  // record_wait (3 s; with 1.5 s each a loaded CI machine missed it).
+  cluster_->api->faults().event_delay_ms = 700;
   cluster_->api->remove("pods", "default", "gone");
   const std::string fresh = bind("fresh", share);
   ASSERT_NE(recorded("fresh").at("main"), std::vector<std::string>{}) << "bound";
