@@ -60,11 +60,22 @@ ClusterInformers::ClusterInformers(const ClientConfig& client, ClusterState& sta
     if (options.tune) options.tune(config_maps);
     config_maps_ = std::make_unique<Informer>(client, config_maps, *config_map_sink_, options.node_seed + 1);
   }
+  if (!state.contract().quota_keys().empty()) {
+    quota_sink_ = std::make_unique<StoreSink>(
+        state, StoreCalls{&ClusterState::begin_resource_quota_list, &ClusterState::list_resource_quota,
+                          &ClusterState::end_resource_quota_list, &ClusterState::abort_resource_quota_list,
+                          &ClusterState::resource_quota_event});
+    InformerOptions quotas;
+    quotas.resource = "/api/v1/resourcequotas";
+    if (options.tune) options.tune(quotas);
+    quotas_ = std::make_unique<Informer>(client, quotas, *quota_sink_, options.node_seed + 2);
+  }
 }
 
 std::vector<SourceHealth> ClusterInformers::health() const {
   std::vector<SourceHealth> out = {{"pods", pod_stats()}, {"nodes", node_stats()}};
   if (config_maps_) out.push_back({"configmaps", config_maps_->stats()});
+  if (quotas_) out.push_back({"resourcequotas", quotas_->stats()});
   return out;
 }
 
@@ -85,10 +96,16 @@ void ClusterInformers::start() {
       config_maps_->run(st);
     });
   }
+  if (quotas_) {
+    quota_thread_ = std::jthread([this](std::stop_token st) {
+      pthread_setname_np(pthread_self(), "quota-informer");
+      quotas_->run(st);
+    });
+  }
 }
 
 void ClusterInformers::stop() {
-  for (std::jthread* t : {&pod_thread_, &node_thread_, &config_map_thread_}) {
+  for (std::jthread* t : {&pod_thread_, &node_thread_, &config_map_thread_, &quota_thread_}) {
     if (t->joinable()) {
       t->request_stop();
       t->join();

@@ -2,7 +2,8 @@
 // server, apart from the store they feed (as kube-scheduler keeps its cache
 // apart from the event handlers): one list+watch for the live pods
 // (kLivePodsSelector), one for the nodes (and one for the ConfigMaps of a
-// contract that reads some), each on its own thread, and the
+// contract that reads some, one for the ResourceQuotas of a contract with
+// quota keys), each on its own thread, and the
 // sinks that hand their objects to the store. Used by the daemon, the test
 // harness and the sync bench.
 #pragma once
@@ -50,12 +51,14 @@ class ClusterInformers {
 
  private:
   class StoreSink;
-  std::unique_ptr<StoreSink> pod_sink_, node_sink_, config_map_sink_;
+  std::unique_ptr<StoreSink> pod_sink_, node_sink_, config_map_sink_, quota_sink_;
   std::unique_ptr<InformerSink> wrapped_pod_sink_;
   // The contract's ConfigMaps (Contract::node_config_map_namespace): null
   // when it reads none.
-  std::unique_ptr<Informer> pods_, nodes_, config_maps_;
-  std::jthread pod_thread_, node_thread_, config_map_thread_;
+  // The ResourceQuotas of the namespace GPU quota (Contract::quota_keys):
+  // null when the contract has none.
+  std::unique_ptr<Informer> pods_, nodes_, config_maps_, quotas_;
+  std::jthread pod_thread_, node_thread_, config_map_thread_, quota_thread_;
 };
 
 }  // namespace fracpack::k8s

@@ -32,7 +32,8 @@ ClusterState::ClusterState(SyncOptions options)
 
 bool ClusterState::ready() const {
   std::shared_lock lock(mu_);
-  return pods_synced_ && nodes_synced_ && (config_maps_synced_ || contract_->node_config_map_namespace().empty());
+  return pods_synced_ && nodes_synced_ && (config_maps_synced_ || contract_->node_config_map_namespace().empty()) &&
+         (quotas_synced_ || !quotas_.enabled());
 }
 
 std::vector<std::string> ClusterState::held_by(const std::vector<std::string_view>& nodes) const {
@@ -70,9 +71,11 @@ void ClusterState::load_snapshot(const ObjectList& list) {
   for (const ConfigMap& c : list.config_maps) builder_.apply_config_map(c);
   for (const Node& n : list.nodes) apply_node_locked(n);
   for (const Pod& p : list.pods) apply_pod_locked(p);
+  for (const ResourceQuota& q : list.resource_quotas) apply_resource_quota_locked(q);
   pods_synced_ = true;
   nodes_synced_ = true;
   config_maps_synced_ = true;
+  quotas_synced_ = true;
 }
 
 void ClusterState::problem_locked(std::string object, std::string message) {
@@ -217,7 +220,10 @@ void ClusterState::begin_pod_list(bool consistent) {
 
 void ClusterState::undecodable_locked(const char* kind, const char* how, const std::string& why) {
   const std::string_view k = kind;
-  ++(k == "pod" ? counters_.malformed_pods : k == "node" ? counters_.malformed_nodes : counters_.malformed_config_maps);
+  ++(k == "pod"             ? counters_.malformed_pods
+     : k == "node"          ? counters_.malformed_nodes
+     : k == "resourcequota" ? counters_.malformed_quotas
+                            : counters_.malformed_config_maps);
   problem_locked(std::string(kind) + " ?", std::string("cannot decode a ") + how + " " + kind + ": " + why);
 }
 
@@ -378,12 +384,89 @@ void ClusterState::abort_config_map_list() {
   listed_config_maps_.clear();
 }
 
+void ClusterState::apply_resource_quota_locked(const ResourceQuota& quota) {
+  for (const scheduling::QuotaLimit& l : quotas_.apply(quota, builder_.ledger())) {
+    ++counters_.malformed_quotas;
+    const std::string message = "spec.hard " + l.key + " cannot be read (" + l.malformed +
+                                "): no new GPU placement in the namespace until it is fixed";
+    problem_locked("resourcequota " + quota.meta.namespace_name + "/" + quota.meta.name, message);
+    if (options_.on_quota_problem) options_.on_quota_problem(quota.meta, message);
+  }
+}
+
+void ClusterState::apply_resource_quota(const ResourceQuota& quota) {
+  std::unique_lock lock(mu_);
+  apply_resource_quota_locked(quota);
+}
+
+void ClusterState::delete_resource_quota(const std::string& namespace_name, const std::string& name) {
+  std::unique_lock lock(mu_);
+  quotas_.remove(namespace_name, name, builder_.ledger());
+}
+
+void ClusterState::begin_resource_quota_list(bool) {
+  std::unique_lock lock(mu_);
+  listed_quotas_.clear();
+}
+
+Status ClusterState::list_resource_quota(std::string_view json) {
+  auto rv = resource_quota_arrived(json, "listed", WatchEventType::kAdded, /*listed=*/true);
+  return rv ? Status::Ok() : Error{rv.message()};
+}
+
+Result<std::string> ClusterState::resource_quota_event(WatchEventType type, std::string_view json) {
+  return resource_quota_arrived(json, "watched", type, /*listed=*/false);
+}
+
+Result<std::string> ClusterState::resource_quota_arrived(std::string_view json, const char* how, WatchEventType type, bool listed) {
+  auto quota = parse_resource_quota(json, contract_->selection());
+  std::unique_lock lock(mu_);
+  if (!quota) {
+    undecodable_locked("resourcequota", how, quota.message());
+    return quota.error();
+  }
+  if (listed) listed_quotas_.insert(quota->meta.namespace_name + "/" + quota->meta.name);
+  if (type == WatchEventType::kDeleted) {
+    quotas_.remove(quota->meta.namespace_name, quota->meta.name, builder_.ledger());
+  } else {
+    apply_resource_quota_locked(*quota);
+  }
+  return quota->meta.resource_version;
+}
+
+void ClusterState::end_resource_quota_list() {
+  std::unique_lock lock(mu_);
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [id, entry] : quotas_.objects()) {
+    if (!listed_quotas_.contains(id)) gone.emplace_back(entry.namespace_name, entry.name);
+  }
+  for (const auto& [ns, name] : gone) quotas_.remove(ns, name, builder_.ledger());
+  quotas_synced_ = true;
+  listed_quotas_.clear();
+}
+
+void ClusterState::abort_resource_quota_list() {
+  std::unique_lock lock(mu_);
+  listed_quotas_.clear();
+}
+
+std::vector<ClusterState::QuotaRow> ClusterState::quota_rows() const {
+  std::shared_lock lock(mu_);
+  std::vector<QuotaRow> out;
+  const scheduling::Ledger& ledger = builder_.ledger();
+  for (const auto& [id, entry] : quotas_.objects()) {
+    const scheduling::QuotaUse use = ledger.namespace_use(entry.namespace_name);
+    for (const scheduling::QuotaLimit& l : entry.limits) out.push_back(QuotaRow{entry.namespace_name, l, scheduling::quota_amount(use, l.resource)});
+  }
+  return out;
+}
 
 std::string ClusterState::snapshot_json() const {
   std::shared_lock lock(mu_);
   std::vector<std::string> items;
   items.reserve(nodes_.size() + pods_.size());
   for (const auto& [key, config_map] : builder_.config_maps()) items.push_back(config_map_json(config_map));
+  for (const auto& [id, entry] : quotas_.objects()) items.push_back(resource_quota_json(entry.object));
   for (const auto& [name, node] : nodes_) items.push_back(node_json(node));
   std::vector<const Pod*> pods;
   for (const auto& [uid, entry] : pods_) pods.push_back(&entry.pod);

@@ -42,6 +42,7 @@
 #include "k8s/informer.h"
 #include "k8s/ledger_builder.h"
 #include "k8s/objects.h"
+#include "k8s/quota.h"
 #include "k8s/reservations.h"
 #include "scheduling/ledger.h"
 #include "scheduling/workload.h"
@@ -72,6 +73,10 @@ struct SyncOptions {
   // (called under the state's lock; the daemon posts an Event on the pod).
   RecordTrust trust;
   LedgerBuilder::RecordSink on_record_report;
+  // A ResourceQuota limit of the contract's keys that cannot be read (called
+  // under the state's lock, once per change of the object; the daemon posts
+  // an Event on the ResourceQuota).
+  std::function<void(const ObjectMeta& quota, const std::string& message)> on_quota_problem;
 };
 
 struct SyncCounters {
@@ -80,6 +85,7 @@ struct SyncCounters {
   uint64_t malformed_pods = 0;         // pods whose contract values or record could not be read
   uint64_t malformed_nodes = 0;
   uint64_t malformed_config_maps = 0;  // the contract's ConfigMaps that could not be decoded
+  uint64_t malformed_quotas = 0;       // ResourceQuotas that could not be decoded, or limits that cannot be read
   uint64_t inferred_allocations = 0;   // bound GPU pods charged by inference
   uint64_t overcommit_reports = 0;     // confirmations that left a card over capacity
   uint64_t expired_assumptions = 0;
@@ -137,11 +143,20 @@ class ClusterState {
   void end_config_map_list();
   void abort_config_map_list();
   Result<std::string> config_map_event(WatchEventType type, std::string_view object_json);
+  // The ResourceQuotas of the namespace GPU quota (k8s/quota.h; only
+  // watched when the contract has quota keys).
+  void begin_resource_quota_list(bool consistent = false);
+  Status list_resource_quota(std::string_view object_json);
+  void end_resource_quota_list();
+  void abort_resource_quota_list();
+  Result<std::string> resource_quota_event(WatchEventType type, std::string_view object_json);
   // Decoded objects, applied directly (snapshots and tests).
   void apply_pod(const Pod& pod);
   void delete_pod(const Pod& pod);
   void apply_node(const Node& node);
   void delete_node(const std::string& name);
+  void apply_resource_quota(const ResourceQuota& quota);
+  void delete_resource_quota(const std::string& namespace_name, const std::string& name);
   // Standalone mode: the state is a snapshot's (nodes, pods), complete.
   void load_snapshot(const ObjectList& list);
 
@@ -153,6 +168,15 @@ class ClusterState {
   // late Binding of an old leader), with the pods holding them. They take
   // nothing new until they drain; the reconciler reports them.
   std::vector<OverCommittedCard> overcommitted() const;
+
+  // Every quota limit with its namespace's usage (/debug/quota, `fracpack
+  // inspect quota`, the fracpack_quota_* metrics), by namespace and object.
+  struct QuotaRow {
+    std::string namespace_name;
+    scheduling::QuotaLimit limit;
+    int64_t used = 0;  // in the limit's unit
+  };
+  std::vector<QuotaRow> quota_rows() const;
 
   SyncCounters counters() const;
   // Bound pods by the key id that signed their record (LedgerBuilder::records_by_key).
@@ -186,6 +210,8 @@ class ClusterState {
   // A listed or watched ConfigMap of the contract, applied or deleted.
   Result<std::string> config_map_arrived(std::string_view json, const char* how, WatchEventType type, bool listed);
   void delete_node_locked(const std::string& name);
+  Result<std::string> resource_quota_arrived(std::string_view json, const char* how, WatchEventType type, bool listed);
+  void apply_resource_quota_locked(const ResourceQuota& quota);
   void problem_locked(std::string object, std::string message);
   // An object of `kind` ("pod", "node") a list or a watch (`how`) sent that cannot be decoded.
   void undecodable_locked(const char* kind, const char* how, const std::string& why);
@@ -216,6 +242,11 @@ class ClusterState {
   bool config_maps_synced_ = false;
   std::set<std::string> config_maps_;         // "namespace/name" applied
   std::set<std::string> listed_config_maps_;  // seen by the list in progress
+  // Only a contract with quota keys waits for the ResourceQuotas: until
+  // they are known, no namespace's quota could be checked.
+  QuotaBook quotas_{contract_->quota_keys()};
+  bool quotas_synced_ = false;
+  std::set<std::string> listed_quotas_;  // "namespace/name" seen by the list in progress
   Reservations reservations_{*this, options_.assume_ttl};
 };
 

@@ -259,6 +259,20 @@ Status decode_config_map(od::object v, const Selection& sel, ConfigMap& out) {
   });
 }
 
+Status decode_resource_quota(od::object v, const Selection& sel, ResourceQuota& out) {
+  return for_each_field(v, "resourcequota", [&](std::string_view key, od::value val) -> Status {
+    if (key == "metadata") return decode_meta(val, sel, out.meta);
+    if (key != "spec") return Status::Ok();
+    return for_each_field(val, "spec", [&](std::string_view k, od::value sv) -> Status {
+      if (k != "hard") return Status::Ok();
+      return for_each_field(sv, "spec.hard", [&](std::string_view name, od::value q) -> Status {
+        out.hard.emplace_back(std::string(name), std::string());
+        return get_quantity_text(q, "spec.hard." + std::string(name), out.hard.back().second);
+      });
+    });
+  });
+}
+
 namespace {
 
 Status decode_list(od::value root, const Selection& sel, ObjectList& out) {
@@ -296,6 +310,9 @@ Status decode_list(od::value root, const Selection& sel, ObjectList& out) {
       } else if (kind == "ConfigMap") {
         out.config_maps.emplace_back();
         s = decode_config_map(obj, sel, out.config_maps.back());
+      } else if (kind == "ResourceQuota") {
+        out.resource_quotas.emplace_back();
+        s = decode_resource_quota(obj, sel, out.resource_quotas.back());
       } else {
         ++out.skipped;
         return Status::Ok();
@@ -337,6 +354,10 @@ Result<Node> parse_node(std::string_view text, const Selection& selection) {
 
 Result<ConfigMap> parse_config_map(std::string_view text, const Selection& selection) {
   return parse_object<ConfigMap>(text, selection, "configmap", json::decode_config_map);
+}
+
+Result<ResourceQuota> parse_resource_quota(std::string_view text, const Selection& selection) {
+  return parse_object<ResourceQuota>(text, selection, "resourcequota", json::decode_resource_quota);
 }
 
 Result<ListMeta> parse_list_meta(std::string_view text) {

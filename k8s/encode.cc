@@ -102,6 +102,14 @@ std::string config_map_json(const ConfigMap& c) {
   return out + "}";
 }
 
+std::string resource_quota_json(const ResourceQuota& q) {
+  std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":" + meta_json(q.meta) + ",\"spec\":{";
+  std::string hard;
+  append_map(hard, "hard", q.hard);
+  if (!hard.empty() && hard[0] == ',') hard.erase(0, 1);
+  return out + hard + "}}";
+}
+
 std::string list_json(const std::vector<std::string>& items) {
   std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"},\"items\":[\n";
   for (size_t i = 0; i < items.size(); ++i) {

@@ -18,7 +18,9 @@ std::string EventRecorder::event_json(const EventRef& pod, const std::string& ty
   append_json_string(out, pod.name + ".");
   out += R"(,"namespace":)";
   append_json_string(out, pod.namespace_name);
-  out += R"(},"involvedObject":{"apiVersion":"v1","kind":"Pod","namespace":)";
+  out += R"(},"involvedObject":{"apiVersion":"v1","kind":)";
+  append_json_string(out, pod.kind);
+  out += R"(,"namespace":)";
   append_json_string(out, pod.namespace_name);
   out += R"(,"name":)";
   append_json_string(out, pod.name);

@@ -32,10 +32,13 @@ struct EventStats {
   uint64_t failed = 0;
 };
 
+// The object an Event is about: a pod, or (kind) a ResourceQuota whose
+// limits cannot be read.
 struct EventRef {
   std::string namespace_name;
   std::string name;
   std::string uid;
+  std::string kind = "Pod";
 };
 
 class EventRecorder {

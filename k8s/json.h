@@ -204,6 +204,7 @@ Status decode_meta(od::value v, const Selection& sel, ObjectMeta& out);
 Status decode_pod(od::object v, const Selection& sel, Pod& out);
 Status decode_node(od::object v, const Selection& sel, Node& out);
 Status decode_config_map(od::object v, const Selection& sel, ConfigMap& out);
+Status decode_resource_quota(od::object v, const Selection& sel, ResourceQuota& out);
 
 // A string, or "" for null. Errors name `path`.
 Status get_string(od::value v, std::string_view path, std::string& out);

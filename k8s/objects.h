@@ -82,6 +82,13 @@ struct ConfigMap {
   StringMap data;
 };
 
+// A ResourceQuota as the namespace GPU quota reads it (k8s/quota.h):
+// spec.hard, every value as its quantity text.
+struct ResourceQuota {
+  ObjectMeta meta;
+  StringMap hard;
+};
+
 // A list as the API server or kubectl writes it: PodList, NodeList, or a v1
 // List of mixed kinds (items then carry their kind).
 struct ObjectList {
@@ -91,6 +98,7 @@ struct ObjectList {
   std::vector<Pod> pods;
   std::vector<Node> nodes;
   std::vector<ConfigMap> config_maps;
+  std::vector<ResourceQuota> resource_quotas;
   size_t skipped = 0;  // items of other kinds
 };
 
@@ -99,6 +107,7 @@ struct ObjectList {
 Result<Pod> parse_pod(std::string_view json, const Selection& selection);
 Result<Node> parse_node(std::string_view json, const Selection& selection);
 Result<ConfigMap> parse_config_map(std::string_view json, const Selection& selection);
+Result<ResourceQuota> parse_resource_quota(std::string_view json, const Selection& selection);
 Result<ObjectList> parse_list(std::string_view json, const Selection& selection);
 
 // Gives `s` the trailing capacity simdjson reads past the end of the text.
@@ -109,6 +118,7 @@ void pad(std::string& s);
 std::string node_json(const Node& node);
 std::string pod_json(const Pod& pod);
 std::string config_map_json(const ConfigMap& config_map);
+std::string resource_quota_json(const ResourceQuota& quota);
 std::string list_json(const std::vector<std::string>& items);
 
 // A list's metadata (the text of its "metadata" value; "" gives empty fields).

@@ -124,6 +124,8 @@ void Ledger::insert(PodRecord record) {
   NodeState& node = node_entry(record.node);
   if (record.phase == PodPhase::kAssumed) assumed_.insert(record.uid);
   std::string uid = record.uid;
+  record.quota = quota_use(record.allocation);
+  if (!record.quota.zero()) namespace_use_[std::string(namespace_of_key(record.key))] += record.quota;
   auto [it, inserted] = pods_.emplace(std::move(uid), std::move(record));
   assert(inserted);
   (void)inserted;
@@ -135,6 +137,12 @@ void Ledger::erase(std::unordered_map<std::string, PodRecord>::iterator it) {
   const std::string node_name = it->second.node;
   NodeState& node = node_entry(node_name);
   apply(node, it->second, -1);
+  if (!it->second.quota.zero()) {
+    auto ns = namespace_use_.find(std::string(namespace_of_key(it->second.key)));
+    assert(ns != namespace_use_.end());
+    ns->second -= it->second.quota;
+    if (ns->second.zero()) namespace_use_.erase(ns);
+  }
   auto& list = node.pods_;
   const auto pos = std::find(list.begin(), list.end(), &it->second);
   assert(pos != list.end());
@@ -198,6 +206,9 @@ Status Ledger::assume(const PodFacts& pod, Allocation allocation, Clock::time_po
   auto it = nodes_.find(std::string_view(allocation.node));
   if (it == nodes_.end() || !it->second.present_) return Error{"node " + allocation.node + " is not known"};
   if (Status fits = allocation_fits(it->second, allocation); !fits.ok()) return fits;
+  if (!quotas_.empty()) {
+    if (Status s = quota_admits(namespace_of_key(pod.key), quota_use(allocation)); !s.ok()) return s;
+  }
 
   PodRecord record;
   record.uid = pod.uid;
@@ -220,7 +231,7 @@ int Ledger::confirm(const PodFacts& pod, Allocation allocation) {
   if (it != pods_.end()) {
     PodRecord& old = it->second;
     if (old.node == allocation.node && old.allocation == allocation && old.cpu_milli == pod.cpu_milli &&
-        old.memory_bytes == pod.memory_bytes) {
+        old.memory_bytes == pod.memory_bytes && namespace_of_key(old.key) == namespace_of_key(pod.key)) {
       old.phase = PodPhase::kConfirmed;
       old.key = pod.key;
       assumed_.erase(pod.uid);
@@ -390,7 +401,47 @@ int Ledger::overcommitted_cards() const {
   return over;
 }
 
+std::string_view namespace_of_key(std::string_view key) {
+  const size_t slash = key.find('/');
+  return slash == std::string_view::npos ? std::string_view{} : key.substr(0, slash);
+}
+
+QuotaUse Ledger::namespace_use(std::string_view namespace_name) const {
+  auto it = namespace_use_.find(std::string(namespace_name));
+  return it == namespace_use_.end() ? QuotaUse{} : it->second;
+}
+
+void Ledger::set_quota(std::string namespace_name, std::vector<QuotaLimit> limits) {
+  if (limits.empty()) {
+    auto it = quotas_.find(namespace_name);
+    if (it != quotas_.end()) quotas_.erase(it);
+    return;
+  }
+  quotas_[std::move(namespace_name)] = std::move(limits);
+}
+
+const std::vector<QuotaLimit>* Ledger::quota(std::string_view namespace_name) const {
+  auto it = quotas_.find(namespace_name);
+  return it == quotas_.end() ? nullptr : &it->second;
+}
+
+Status Ledger::quota_admits(std::string_view namespace_name, const QuotaUse& asked) const {
+  const std::vector<QuotaLimit>* limits = quota(namespace_name);
+  if (limits == nullptr) return Status::Ok();
+  return scheduling::quota_admits(std::string(namespace_name), *limits, namespace_use(namespace_name), asked);
+}
+
+std::map<std::string, QuotaUse> Ledger::namespace_uses() const { return {namespace_use_.begin(), namespace_use_.end()}; }
+
 Status Ledger::check_invariants(bool capacity) const {
+  {
+    std::unordered_map<std::string, QuotaUse> expect;
+    for (const auto& [uid, pod] : pods_) {
+      if (!(pod.quota == quota_use(pod.allocation))) return Error{"pod " + pod.key + ": quota use out of date"};
+      if (!pod.quota.zero()) expect[std::string(namespace_of_key(pod.key))] += pod.quota;
+    }
+    if (expect != namespace_use_) return Error{"the namespaces' quota use differs from the sum over their pods"};
+  }
   int64_t total = 0;
   size_t indexed = 0;
   for (const auto& [name, node] : nodes_) {

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "scheduling/model.h"
+#include "scheduling/quota.h"
 #include "common/result.h"
 
 namespace fracpack::scheduling {
@@ -117,6 +118,7 @@ struct PodRecord {
   int64_t memory_bytes = 0;
   Allocation allocation;
   std::vector<CardCharge> charges;  // derived from allocation
+  QuotaUse quota;                   // derived from allocation: what it counts against its namespace's quota
   std::string tag;                  // GPU shape tag, empty for pods without GPUs
 };
 
@@ -144,8 +146,19 @@ class Ledger {
   // they are removed themselves (a node can come back).
   void remove_node(std::string_view name);
 
+  // --- namespace quotas (scheduling/quota.h) ---
+  // The namespace's limits (every quota object's); empty: none.
+  void set_quota(std::string namespace_name, std::vector<QuotaLimit> limits);
+  // Null when the namespace has no limits.
+  const std::vector<QuotaLimit>* quota(std::string_view namespace_name) const;
+  const std::map<std::string, std::vector<QuotaLimit>, std::less<>>& quotas() const { return quotas_; }
+  // Whether the namespace's limits admit `asked` beside what its pods hold.
+  Status quota_admits(std::string_view namespace_name, const QuotaUse& asked) const;
+
   // --- pods ---
-  // Reserves the allocation for a bind in flight, if it still fits.
+  // Reserves the allocation for a bind in flight, if it still fits the node
+  // and its namespace's quota (checked atomically with the reservation: no
+  // two binds both take a namespace's last quota).
   Status assume(const PodFacts& pod, Allocation allocation, Clock::time_point deadline);
   // Records what the API server says the pod holds (its annotation), or that a
   // pod without fracpack cards is bound to a node (empty allocation.containers).
@@ -194,6 +207,11 @@ class Ledger {
   // Cluster totals over present nodes' schedulable and unschedulable cards.
   int64_t total_cores_used() const { return total_cores_used_; }
   int overcommitted_cards() const;
+  // What a namespace's pods here (confirmed and assumed) count against its
+  // quota (scheduling/quota.h); kept as pods come and go.
+  QuotaUse namespace_use(std::string_view namespace_name) const;
+  // Every namespace holding something, sorted by name.
+  std::map<std::string, QuotaUse> namespace_uses() const;
 
   // Checks every invariant; the error names the first violation. With
   // `capacity` false only the accounting is checked (the sums), not that cards
@@ -252,7 +270,12 @@ class Ledger {
   std::unordered_map<std::string, PodRecord> pods_;
   std::unordered_set<std::string> assumed_;
   int64_t total_cores_used_ = 0;
+  std::unordered_map<std::string, QuotaUse> namespace_use_;  // by namespace; no zero entries
+  std::map<std::string, std::vector<QuotaLimit>, std::less<>> quotas_;  // by namespace; no empty entries
 };
+
+// The namespace part of a pod key ("namespace/name").
+std::string_view namespace_of_key(std::string_view key);
 
 // Shape tag of an allocation, as GpuClustering groups pods: "share-gpu" when
 // any card is shared, otherwise "<cards>-gpu"; empty without cards.

@@ -60,6 +60,7 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
   problems.samples = {{{{"kind", "malformed_pod"}}, static_cast<double>(c.malformed_pods)},
                       {{{"kind", "malformed_node"}}, static_cast<double>(c.malformed_nodes)},
                       {{{"kind", "malformed_config_map"}}, static_cast<double>(c.malformed_config_maps)},
+                      {{{"kind", "malformed_resource_quota"}}, static_cast<double>(c.malformed_quotas)},
                       {{{"kind", "inferred_allocation"}}, static_cast<double>(c.inferred_allocations)},
                       {{{"kind", "overcommit_report"}}, static_cast<double>(c.overcommit_reports)},
                       {{{"kind", "expired_assumption"}}, static_cast<double>(c.expired_assumptions)},
@@ -88,6 +89,31 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
                         Type::kGauge, {}};
   for (const auto& [key, n] : in.state.records_by_key()) records.samples.push_back({{{"key", key}}, static_cast<double>(n)});
   out.push_back(std::move(records));
+  // The namespace GPU quota: one sample per limit (the operators'
+  // ResourceQuotas bound the cardinality: three keys per object at most).
+  SampledFamily quota_used{"fracpack_quota_used",
+                           "What a namespace's pods hold against a ResourceQuota limit of fracpack's keys, in the key's unit "
+                           "(cards, MiB, percent of a card), reservations of binds in flight included.",
+                           Type::kGauge, {}};
+  SampledFamily quota_hard{"fracpack_quota_hard", "The limit (spec.hard) of a ResourceQuota key fracpack enforces, in MiB for memory.",
+                           Type::kGauge, {}};
+  SampledFamily quota_malformed{"fracpack_quota_malformed",
+                                "1 for a ResourceQuota key whose value cannot be read: it refuses every new GPU placement in its "
+                                "namespace until fixed.",
+                                Type::kGauge, {}};
+  for (const auto& row : in.state.quota_rows()) {
+    std::vector<std::pair<std::string, std::string>> l = {
+        {"namespace", row.namespace_name}, {"resourcequota", row.limit.object}, {"key", row.limit.key}};
+    quota_used.samples.push_back({l, static_cast<double>(row.used)});
+    if (row.limit.malformed.empty()) {
+      quota_hard.samples.push_back({l, static_cast<double>(row.limit.hard)});
+    } else {
+      quota_malformed.samples.push_back({l, 1.0});
+    }
+  }
+  out.push_back(std::move(quota_used));
+  out.push_back(std::move(quota_hard));
+  out.push_back(std::move(quota_malformed));
   SampledFamily ready{"fracpack_ready", "1 once the initial lists are applied.", Type::kGauge, {{{}, in.state.ready() ? 1.0 : 0.0}}};
   out.push_back(std::move(ready));
 

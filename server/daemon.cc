@@ -104,6 +104,12 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
                                                 {"message", r.message}});
     if (events_) events_->record(k8s::EventRef{r.namespace_name, r.name, r.uid}, "Warning", r.reason, r.message);
   };
+  // A ResourceQuota limit that cannot be read refuses its namespace's new
+  // GPU placements: the log, and an Event on the ResourceQuota, say why.
+  so.on_quota_problem = [this](const k8s::ObjectMeta& q, const std::string& message) {
+    log_warn("resource quota cannot be read", {{"resourcequota", q.namespace_name + "/" + q.name}, {"message", message}});
+    if (events_) events_->record(k8s::EventRef{q.namespace_name, q.name, q.uid, "ResourceQuota"}, "Warning", "FracpackQuotaMalformed", message);
+  };
   so.on_node_left_alone = [](const std::string& node, const std::string& reason) {
     if (reason.empty()) {
       log_info("node taken back", {{"node", node}});

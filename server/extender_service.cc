@@ -7,7 +7,9 @@
 #include "common/error_body.h"
 #include "k8s/extender_codec.h"
 #include "scheduling/model.h"
+#include "scheduling/fit.h"
 #include "scheduling/preemption.h"
+#include "scheduling/quota.h"
 #include "server/reply_cache.h"
 #include "server/log.h"
 
@@ -120,20 +122,57 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     // The policy counts each pod once, when it first arrives (placed or
     // not), before judging it, as the replay does.
     if (first_seen) evaluator_.observe(*req, ledger);
+    // The namespace's GPU quota (scheduling/quota.h). What the pod counts is
+    // the same on every node unless a memory limit meets a share sized by
+    // the card: then each node's chosen cards are checked (and no kept
+    // reply answers, as it knows nothing of quotas).
+    const std::string& ns = pod.meta.namespace_name;
+    const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
+    const bool quota_per_node = limits != nullptr && scheduling::quota_depends_on_card(*limits, *req);
+    if (limits != nullptr && !quota_per_node) {
+      if (Status s = ledger.quota_admits(ns, scheduling::quota_use(*req)); !s.ok()) {
+        // Refused on every node alike (not unresolvable: the quota may grow,
+        // the namespace's pods may finish).
+        Verdict refused;
+        refused.reason = "pod " + pod.key() + ": " + s.message();
+        if (full) {
+          reserve_for_all();
+          for (const auto& n : *args->nodes) judge(n.name, n.json, refused);
+        } else if (args->node_names) {
+          drop_repeated(*args->node_names, NodeNameCache::repeats(*args->node_names));
+          reserve_for_all();
+          for (const auto& n : *args->node_names) judge(n, n, refused);
+        }
+        return 0;
+      }
+    }
+    Verdict over_quota;
+    // A fitting verdict whose cards on `node` would take the namespace past
+    // its quota is a refusal.
+    auto within_quota = [&](const NodeState& node, const Verdict& v) -> const Verdict& {
+      if (!quota_per_node || !v.fits) return v;
+      Status s = ledger.quota_admits(ns, scheduling::quota_use(scheduling::materialize(*req, node, v.picks)));
+      if (s.ok()) return v;
+      over_quota = Verdict{};
+      over_quota.reason = "pod " + pod.key() + ": " + s.message();
+      return over_quota;
+    };
     std::vector<const NodeState*> nodes(count);
     if (!full) {
       if (!args->node_names) return 0;  // neither list: nothing to judge
       auto& names = *args->node_names;
       std::vector<uint8_t> repeated;
       auto list = names_.resolve(ledger, names, args->node_names_text, args->known_names, nodes, repeated);
-      if (auto generation = evaluator_.cache_generation(); list && generation) {
+      if (auto generation = evaluator_.cache_generation(); list && generation && !quota_per_node) {
         kept = replies_.answer(list, repeated, nodes, *req, ledger, evaluator_, *generation, options_.max_reply_bytes);
         return 0;
       }
       drop_repeated(names, repeated);
       drop_repeated(nodes, repeated);
       reserve_for_all();
-      evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) { judge(names[i], names[i], v); });
+      evaluator_.evaluate(*req, nodes, [&](size_t i, const Verdict& v) {
+        judge(names[i], names[i], nodes[i] != nullptr ? within_quota(*nodes[i], v) : v);
+      });
       return 0;
     }
     // Full Node objects: the ledger's node when it knows it (the informer's
@@ -163,7 +202,8 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
         v.reason = "node's GPU description cannot be read: " + spec.message();
         projected[i] = std::move(v);
       } else {
-        projected[i] = evaluator_.evaluate_one(*req, ledger.project(*spec));
+        const NodeState node = ledger.project(*spec);
+        projected[i] = within_quota(node, evaluator_.evaluate_one(*req, node));
       }
     }
     size_t next = 0;  // objects before `next` are answered
@@ -184,7 +224,7 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     evaluator_.evaluate(*req, batch, [&](size_t k, const Verdict& v) {
       const size_t i = where[k];
       flush_projected(i);
-      judge(objects[i].name, objects[i].json, v);
+      judge(objects[i].name, objects[i].json, within_quota(*batch[k], v));
       next = i + 1;
     });
     flush_projected(count);

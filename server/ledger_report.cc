@@ -89,8 +89,34 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
     }
     append_json_number(out, "fragmentationRatio", gpus > 0 ? frag / (1000.0 * static_cast<double>(gpus)) : 0);
   }
-  out += "}}";
+  out += "},\"quotas\":";
+  out += quota_report_json(ledger);
+  out += "}";
   return out;
+}
+
+std::string quota_report_json(const scheduling::Ledger& ledger) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& [ns, limits] : ledger.quotas()) {
+    const scheduling::QuotaUse use = ledger.namespace_use(ns);
+    for (const scheduling::QuotaLimit& l : limits) {
+      if (!first) out.push_back(',');
+      first = false;
+      out.push_back('{');
+      append_json_field(out, "namespace", ns, false);
+      append_json_field(out, "resourceQuota", l.object);
+      append_json_field(out, "key", l.key);
+      append_json_number(out, "used", static_cast<double>(scheduling::quota_amount(use, l.resource)));
+      if (l.malformed.empty()) {
+        append_json_number(out, "hard", static_cast<double>(l.hard));
+      } else {
+        append_json_field(out, "malformed", l.malformed);
+      }
+      out.push_back('}');
+    }
+  }
+  return out + "]";
 }
 
 }  // namespace fracpack::server

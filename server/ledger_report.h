@@ -10,7 +10,12 @@
 //            "pods":[{"pod","uid","phase":"assumed"|"confirmed",
 //                     "expiresInMs" (assumed: time left of its TTL)}]}],
 //  "totals":{"nodes","gpus","gpuMilliUsed","allocatedRatio","pods",
-//            "assumedPods","fragmentationRatio" (with a target workload)}}
+//            "assumedPods","fragmentationRatio" (with a target workload)},
+//  "quotas":[{"namespace","resourceQuota","key","used","hard" | "malformed"}]}
+//
+// The quotas (scheduling/quota.h) alone are what GET /debug/quota serves and
+// `fracpack inspect quota` prints: used and hard in the key's unit (cards,
+// MiB, percent of a card), reservations of binds in flight included.
 #pragma once
 
 #include <string>
@@ -22,5 +27,7 @@ namespace fracpack::server {
 
 // `workload` may be null: then the totals carry no fragmentation figure.
 std::string ledger_report_json(const scheduling::Ledger& ledger, const scheduling::ShapeCounts* workload);
+// The "quotas" array alone.
+std::string quota_report_json(const scheduling::Ledger& ledger);
 
 }  // namespace fracpack::server

@@ -23,6 +23,9 @@ std::optional<HttpResponse> StatusRoutes::get(const std::string& path) const {
   if (path == "/metrics") return HttpResponse{200, metrics_.serialize(), "text/plain; version=0.0.4"};
   if (path == "/debug/ledger") return HttpResponse{200, ledger_json()};
   if (path == "/debug/snapshot") return HttpResponse{200, state_.snapshot_json()};
+  if (path == "/debug/quota") {
+    return HttpResponse{200, "{\"quotas\":" + state_.read([](const scheduling::Ledger& l) { return quota_report_json(l); }) + "}"};
+  }
   return std::nullopt;
 }
 

@@ -31,6 +31,7 @@
 
 #include "k8s/objects.h"
 #include "scheduling/model.h"
+#include "scheduling/quota.h"
 #include "common/result.h"
 
 namespace fracpack::k8s {
@@ -51,6 +52,15 @@ struct RecordedAllocation {
   std::vector<int> cards;             // kCards: card indices of the app containers' cards, in order
   std::string cards_source;           // kCards: where they were read ("annotation fracpack.io/gpu-indices")
   std::string problem;                // kMalformed, or why a full record gave way to kCards
+};
+
+// A ResourceQuota spec.hard key the contract's namespace quota reads
+// (scheduling/quota.h, k8s/quota.h). Kubernetes' own quota admission
+// ignores "limits." keys of extended resources: only fracpack counts them.
+struct QuotaKey {
+  std::string key;
+  scheduling::QuotaResource resource = scheduling::QuotaResource::kCards;
+  int64_t unit_mib = 1;  // memory keys: MiB per unit of the value
 };
 
 class Contract {
@@ -101,6 +111,9 @@ class Contract {
   // binds take it (NodeLockOptions::taken_by_binds) the binder takes it
   // before posting a GPU Binding and ranks its own binds' nodes last too.
   virtual const NodeLock* node_lock() const { return nullptr; }
+  // The ResourceQuota keys of the namespace GPU quota; none: the contract
+  // has no quota (its ResourceQuotas are not watched).
+  virtual std::vector<QuotaKey> quota_keys() const { return {}; }
 
   // Facts a node agent keeps beside the Node object, in ConfigMaps
   // (gpushare's unhealthy-gpu-<node> in kube-system). The namespace they

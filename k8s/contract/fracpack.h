@@ -72,6 +72,14 @@ class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> 
   // fracpack.io/allocation and fracpack.io/gpu-indices (and the signature).
   std::vector<std::string> record_keys() const override { return {names_.allocation, names_.indices}; }
   std::string device_resource() const override { return names_.gpu; }
+  // limits.fracpack.io/gpu (cards), .../gpu-memory (MiB), .../gpu-cores
+  // (percent of a card).
+  std::vector<QuotaKey> quota_keys() const override {
+    using scheduling::QuotaResource;
+    return {{"limits." + names_.gpu, QuotaResource::kCards, 1},
+            {"limits." + names_.gpu_memory, QuotaResource::kMemoryMib, 1},
+            {"limits." + names_.gpu_cores, QuotaResource::kCoresPercent, 1}};
+  }
   std::vector<std::string> guarded_annotations() const override {
     return {names_.allocation, names_.indices, std::string(kRecordSignatureAnnotation)};
   }

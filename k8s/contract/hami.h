@@ -95,6 +95,17 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
   }
   // hami.io/mutex.lock (HamiNames::node_lock), expiring after nodeLockExpire.
   const NodeLock* node_lock() const override { return &node_lock_; }
+  // HAMi's ResourceQuota keys (HAMi's docs, userguide/NVIDIA-device/
+  // using-resourcequota.md; its scheduler's pkg/device/quota.go):
+  // limits.nvidia.com/gpumem in the units of nvidia.com/gpumem
+  // (memoryFactor MiB), limits.nvidia.com/gpucores in percent of a card,
+  // and limits.nvidia.com/gpu for cards.
+  std::vector<QuotaKey> quota_keys() const override {
+    using scheduling::QuotaResource;
+    return {{"limits." + names_.gpu, QuotaResource::kCards, 1},
+            {"limits." + names_.gpu_memory, QuotaResource::kMemoryMib, options_.memory_factor},
+            {"limits." + names_.gpu_cores, QuotaResource::kCoresPercent, 1}};
+  }
 
  private:
   NodeLock node_lock_;

@@ -21,12 +21,18 @@ namespace fracpack::cli {
 namespace {
 
 constexpr const char* kHelp = R"(usage: fracpack inspect [--server URL | --snapshot FILE] [NODE] [options]
+       fracpack inspect [--server URL | --snapshot FILE] quota [NAMESPACE] [options]
 
 Shows what fracpack has reserved, per node and card: model, GPU memory used
 and total, compute used, sharers and their pods, and the cluster totals
 (GPU allocation and fragmentation). The data is a running fracpack's
 /debug/ledger (default http://127.0.0.1:8888), or a cluster snapshot read
 here by the same code as "fracpack serve --snapshot".
+
+"inspect quota" shows the namespace GPU quotas instead: per ResourceQuota
+key fracpack enforces, what the namespace's pods hold (reservations of binds
+in flight included) and the limit, in the key's unit (cards, MiB, percent of
+a card). A node named "quota": --node quota.
 
 options:
   --server URL                 a running fracpack: http[s]://HOST:PORT
@@ -35,6 +41,7 @@ options:
   --profile NAME               with --snapshot: read it as fracpack, hami or gpushare
                                (default: the configuration's contract.profile)
   -o, --output FORMAT          table (default) or json (the /debug/ledger document)
+  --node NAME                  only this node (as NODE)
   --timeout DURATION           give up on the server after this long (default 10s)
   --ca-file FILE               https: trust this CA (PEM) instead of the system's
   --insecure-skip-tls-verify   https: do not verify the server's certificate
@@ -205,13 +212,45 @@ Result<std::string> render_inspect(const std::string& ledger_json, const std::op
   }
 }
 
+Result<std::string> render_quota(const std::string& ledger_json, const std::optional<std::string>& namespace_name,
+                                 InspectFormat format) {
+  json report;
+  try {
+    report = json::parse(ledger_json);
+  } catch (const json::exception& e) {
+    return Error{std::string("the ledger report is not JSON: ") + e.what()};
+  }
+  try {
+    if (!report.is_object() || !report.contains("quotas") || !report["quotas"].is_array()) {
+      return Error{"the ledger report lacks \"quotas\" (a fracpack older than the namespace GPU quota?)"};
+    }
+    json rows = json::array();
+    for (const json& q : report["quotas"]) {
+      if (!namespace_name || field<std::string>(q, "namespace", "quota") == *namespace_name) rows.push_back(q);
+    }
+    if (format == InspectFormat::kJson) return json{{"quotas", rows}}.dump(2) + "\n";
+    if (rows.empty()) return std::string(namespace_name ? "no GPU quota in namespace " + *namespace_name + "\n" : "no GPU quota\n");
+    std::vector<std::vector<std::string>> table = {{"NAMESPACE", "RESOURCEQUOTA", "KEY", "USED", "HARD"}};
+    for (const json& q : rows) {
+      const std::string where = "quota " + field<std::string>(q, "namespace", "quota") + "/" + field<std::string>(q, "resourceQuota", "quota");
+      const std::string hard = q.contains("malformed") ? "cannot be read: " + field<std::string>(q, "malformed", where)
+                                                        : fixed(field<double>(q, "hard", where), 0);
+      table.push_back({field<std::string>(q, "namespace", where), field<std::string>(q, "resourceQuota", where),
+                       field<std::string>(q, "key", where), fixed(field<double>(q, "used", where), 0), hard});
+    }
+    return format_table(table);
+  } catch (const std::exception& e) {
+    return Error{e.what()};
+  }
+}
+
 int cmd_inspect(const std::vector<std::string>& argv_in) {
   std::vector<std::string> argv = argv_in;
   for (auto& a : argv) {
     if (a == "-o") a = "--output";
     else if (a.rfind("-o=", 0) == 0) a = "--output=" + a.substr(3);
   }
-  auto args = Args::parse(argv, {"server", "snapshot", "config", "profile", "output", "timeout", "ca-file"}, {"insecure-skip-tls-verify", "help"});
+  auto args = Args::parse(argv, {"server", "snapshot", "config", "profile", "output", "timeout", "ca-file", "node"}, {"insecure-skip-tls-verify", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
     std::cout << kHelp;
@@ -220,15 +259,22 @@ int cmd_inspect(const std::vector<std::string>& argv_in) {
   if (args->has("server") && args->has("snapshot")) return usage_error("--server and --snapshot exclude each other");
   if (args->has("config") && !args->has("snapshot")) return usage_error("--config goes with --snapshot (a server has its own)");
   if (args->has("profile") && !args->has("snapshot")) return usage_error("--profile goes with --snapshot (a server has its own)");
-  if (args->positional().size() > 1) return usage_error("inspect takes at most one node name (see --help)");
+  const auto& positional = args->positional();
+  const bool quota = !args->has("node") && !positional.empty() && positional[0] == "quota";
+  if (quota ? positional.size() > 2 : positional.size() + (args->has("node") ? 1 : 0) > 1) {
+    return usage_error(quota ? "inspect quota takes at most one namespace (see --help)" : "inspect takes at most one node name (see --help)");
+  }
   const std::string output = args->get_or("output", "table");
   if (output != "table" && output != "json") return usage_error("--output: expected table or json, got \"" + output + "\"");
-  std::optional<std::string> node;
-  if (!args->positional().empty()) node = args->positional()[0];
+  const InspectFormat format = output == "json" ? InspectFormat::kJson : InspectFormat::kTable;
+  std::optional<std::string> node = args->get("node");
+  if (!quota && !positional.empty()) node = positional[0];
+  std::optional<std::string> namespace_name;
+  if (quota && positional.size() == 2) namespace_name = positional[1];
 
   auto ledger = args->has("snapshot") ? snapshot_ledger(*args) : fetch_ledger(*args);
   if (!ledger) return fail(ledger.message());
-  auto text = render_inspect(*ledger, node, output == "json" ? InspectFormat::kJson : InspectFormat::kTable);
+  auto text = quota ? render_quota(*ledger, namespace_name, format) : render_inspect(*ledger, node, format);
   if (!text) return fail(text.message());
   std::cout << *text;
   return 0;

@@ -17,5 +17,9 @@ enum class InspectFormat { kTable, kJson };
 // are always the whole cluster's.
 Result<std::string> render_inspect(const std::string& ledger_json, const std::optional<std::string>& node,
                                    InspectFormat format);
+// `fracpack inspect quota [NAMESPACE]`: the report's namespace GPU quotas, a
+// row per limit (namespace, object, key, used, hard), or as JSON.
+Result<std::string> render_quota(const std::string& ledger_json, const std::optional<std::string>& namespace_name,
+                                 InspectFormat format);
 
 }  // namespace fracpack::cli

@@ -227,7 +227,7 @@ TEST(BindFenceAuto, TheApiServersVersionPicksTheRead) {
 // A ledger that still holds a pod the API server has deleted (its watch is
 // late) holds more than it should, but nothing is double-booked: no report.
 TEST_F(BindFenceTest, TheReconcilerReportsOnlyOverCommitsTheApiServerConfirms) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.apply_pod(decoded_pod(*server_.get("pods", "default", "a")));
   const std::string late = bound_share_pod("late", "n1", 0, 75, 4096);  // with a: 1250 milli on card 0

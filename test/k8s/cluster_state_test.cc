@@ -22,7 +22,7 @@ std::string json_of(const std::string& name, const std::string& node, const std:
 }
 
 TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.begin_pod_list(false);
   ASSERT_TRUE(state.list_pod(bound_share_pod("a", "n1", 0)).ok());
@@ -38,7 +38,7 @@ TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
 }
 
 TEST(ClusterState, PodsAreFoundByUidOrName) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
   state.apply_pod(decoded_pod(json_of("a", "")));
   ASSERT_TRUE(state.pod("u-a").has_value());
   ASSERT_TRUE(state.pod_by_name("default", "a").has_value());

@@ -922,7 +922,8 @@ Problems check_installation(const Objects& objects) {
   // Exactly fracpack's API calls (see RbacMatchesTheCode) cluster-wide; the
   // lease and the workload ConfigMap by name in their namespaces.
   std::set<std::string> cluster_wide = {"|pods|get", "|pods|list", "|pods|watch", "|pods/binding|create",
-                                        "|nodes|list", "|nodes|watch", "|events|create"};
+                                        "|nodes|list", "|nodes|watch", "|events|create",
+                                        "|resourcequotas|list", "|resourcequotas|watch"};
   if (fc.contract.profile == "hami" && fc.contract.hami_node_lock) {
     cluster_wide.insert({"|nodes|get", "|nodes|patch"});  // HAMi's node lock (k8s/node_lock.h)
   }
@@ -1204,6 +1205,8 @@ TEST(Manifests, RbacMatchesTheCode) {
       {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ \w+ \+ "/configmaps/" \+ \w+\))re"), "|configmaps|get"},
       {std::regex(R"re(resource = "/api/v1/pods")re"), "|pods|list+watch"},
       {std::regex(R"re(resource = "/api/v1/nodes")re"), "|nodes|list+watch"},
+      // The namespace GPU quota (k8s/quota.h).
+      {std::regex(R"re(resource = "/api/v1/resourcequotas")re"), "|resourcequotas|list+watch"},
       // The gpushare profile's unhealthy-card ConfigMaps (kube-system).
       {std::regex(R"re(resource = "/api/v1/namespaces/" \+ ns \+ "/configmaps")re"), "|configmaps|list+watch (gpushare profile)"},
       // The hami profile's node lock: read and merge-patch the node; is its holder still there?
@@ -1239,7 +1242,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 16u);
+  EXPECT_EQ(calls, 17u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 

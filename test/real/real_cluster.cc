@@ -126,7 +126,8 @@ std::string collection(const json& o) {
   static const std::map<std::string, std::string> plural = {
       {"Namespace", "namespaces"}, {"Node", "nodes"}, {"ServiceAccount", "serviceaccounts"}, {"ConfigMap", "configmaps"}, {"Secret", "secrets"},
       {"Service", "services"}, {"ClusterRole", "clusterroles"}, {"ClusterRoleBinding", "clusterrolebindings"}, {"Role", "roles"},
-      {"RoleBinding", "rolebindings"}, {"ValidatingWebhookConfiguration", "validatingwebhookconfigurations"}, {"Pod", "pods"}};
+      {"RoleBinding", "rolebindings"}, {"ValidatingWebhookConfiguration", "validatingwebhookconfigurations"}, {"Pod", "pods"},
+      {"ResourceQuota", "resourcequotas"}};
   const std::string base = api == "v1" ? "/api/v1" : "/apis/" + api;
   const std::string p = plural.count(kind) ? plural.at(kind) : "";
   return ns.empty() || kind == "Namespace" || kind == "Node" ? base + "/" + p : base + "/namespaces/" + ns + "/" + p;

@@ -237,6 +237,31 @@ TEST_F(Real, B_WhatCannotRunIsRefusedWithAReasonTheUserCanRead) {
   }
 }
 
+// The namespace GPU quota on the real API server: kube-apiserver accepts a
+// ResourceQuota with fracpack's keys, Kubernetes' own quota admission then
+// still admits GPU pods (it ignores limits. keys of extended resources), and
+// fracpack refuses the pod past the quota with a reason naming it.
+TEST_F(Real, B2_ANamespacesGpuQuotaIsAcceptedByKubernetesAndEnforcedByFracpack) {
+  const json quota = {{"apiVersion", "v1"},
+                      {"kind", "ResourceQuota"},
+                      {"metadata", {{"name", "gpu-quota"}, {"namespace", "default"}}},
+                      {"spec", {{"hard", {{"limits.fracpack.io/gpu", "64"}, {"limits.fracpack.io/gpu-memory", "1"},
+                                          {"limits.fracpack.io/gpu-cores", "6400"}}}}}};
+  auto created = cluster().create(quota);
+  ASSERT_TRUE(created) << "kube-apiserver refused the ResourceQuota: " << created.message();
+  ASSERT_TRUE(RealCluster::wait_for([&] { return cluster().fracpack_metrics().find("fracpack_quota_hard{namespace=\"default\"") != std::string::npos; }, 30s));
+  auto pod = cluster().create(gpu_pod("over-quota", {{"main", false, 1, 10, 1024}}));
+  ASSERT_TRUE(pod) << "Kubernetes' quota admission refused a GPU pod: " << pod.message();
+  ASSERT_TRUE(RealCluster::wait_for([&] { return !unschedulable_message("default", "over-quota").empty(); }, 60s));
+  const std::string why = unschedulable_message("default", "over-quota");
+  EXPECT_NE(why.find("exceeds ResourceQuota default/gpu-quota limits.fracpack.io/gpu-memory"), std::string::npos) << why;
+  EXPECT_NE(why.find("asked 1024 MiB, hard 1 MiB"), std::string::npos) << why;
+  EXPECT_EQ(phase_of("default", "over-quota"), "Pending");
+  (void)cluster().request("DELETE", "/api/v1/namespaces/default/pods/over-quota");
+  (void)cluster().request("DELETE", "/api/v1/namespaces/default/resourcequotas/gpu-quota");
+  ASSERT_TRUE(RealCluster::wait_for([&] { return cluster().fracpack_metrics().find("fracpack_quota_hard{namespace=\"default\"") == std::string::npos; }, 30s));
+}
+
 // Row 8: placements are Events on their pods.
 TEST_F(Real, C_PlacementsAreEventsOnTheirPods) {
   ASSERT_TRUE(RealCluster::wait_for([&] {

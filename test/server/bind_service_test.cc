@@ -114,6 +114,31 @@ TEST(BindService, ConcurrentBindsNeverTakeTheSameCapacity) {
   EXPECT_EQ(used, 800);
 }
 
+// N pipelined binds racing for a namespace's last quota: the check is
+// atomic with the reservation, so exactly as many as the quota holds are
+// bound, the rest refused naming it; another namespace is not limited.
+TEST(BindService, ConcurrentBindsNeverTakeANamespacePastItsQuota) {
+  std::vector<std::string> objects = {node_object("big", 8), resource_quota("team", "gpu", {{"limits.fracpack.io/gpu-cores", "100"}})};
+  std::vector<std::string> pods;
+  for (int i = 0; i < 16; ++i) pods.push_back(in_namespace(gpu_pod("p" + std::to_string(i), "u-p" + std::to_string(i), 30), "team"));
+  pods.push_back(gpu_pod("free", "u-free", 30));
+  objects.insert(objects.end(), pods.begin(), pods.end());
+  Standalone s(objects);
+  std::vector<std::future<Status>> binds;
+  for (const std::string& p : pods) binds.push_back(s.driver().introduce_and_bind_async(p, "big"));
+  int ok = 0;
+  for (size_t i = 0; i < binds.size(); ++i) {
+    Status st = binds[i].get();
+    if (st.ok()) {
+      ++ok;
+    } else {
+      EXPECT_NE(st.message().find("exceeds ResourceQuota team/gpu limits.fracpack.io/gpu-cores"), std::string::npos) << st.message();
+    }
+  }
+  EXPECT_EQ(ok, 3 + 1) << "three of 30 percent within 100, and the pod of another namespace";
+  EXPECT_EQ(s.state().read([](const scheduling::Ledger& l) { return l.namespace_use("team").cores_milli; }), 900);
+}
+
 TEST(BindService, FilterRunsWhileBindsHappen) {
   // kube-scheduler filters the next pod while the previous binds: no
   // errors, and the ledger never over-commits.

@@ -49,6 +49,62 @@ TEST(ExtenderFilter, NamesModeKeepsFittingNodesAndGivesEveryRejectionAReason) {
   for (const auto& [n, why] : f->unresolvable) EXPECT_FALSE(why.empty()) << n;
 }
 
+// The namespace GPU quota (scheduling/quota.h): a pod that cannot fit its
+// namespace's remaining quota fails every node, the reason naming the
+// quota object, the key, used, asked and hard (kubectl describe shows it);
+// other namespaces are not limited by it.
+TEST(ExtenderFilter, APodPastItsNamespacesQuotaFailsEveryNodeWithTheQuotaNamed) {
+  auto objects = small_cluster();
+  objects.push_back(in_namespace(gpu_pod("running", "u-running", 30, 0, 1, {}, 0, "n1"), "team-a"));
+  objects.push_back(resource_quota("team-a", "gpu-quota", {{"limits.fracpack.io/gpu", "2"}, {"requests.cpu", "8"}}));
+  Standalone s(objects);
+  const std::string two_cards = in_namespace(gpu_pod("p", "u-p", 20, 0, 2), "team-a");
+  for (int round = 0; round < 2; ++round) {  // the second from kept replies, were quotas not checked first
+    auto f = s.driver().filter(0, two_cards, names({"n1", "n2", "n-a100"}));
+    ASSERT_TRUE(f) << f.message();
+    EXPECT_TRUE(f->nodes.empty());
+    ASSERT_EQ(f->failed.size(), 3u);
+    for (const auto& [node, why] : f->failed) {
+      EXPECT_EQ(why, "pod team-a/p: exceeds ResourceQuota team-a/gpu-quota limits.fracpack.io/gpu: used 1 cards, asked 2 cards, hard 2 cards")
+          << node;
+    }
+  }
+  // One card fits the quota; the same pod in another namespace is not limited.
+  auto one = s.driver().filter(0, in_namespace(gpu_pod("q", "u-q", 20), "team-a"), names({"n1", "n2"}));
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->nodes.size(), 2u);
+  auto other = s.driver().filter(0, in_namespace(gpu_pod("r", "u-r", 20, 0, 2), "team-b"), names({"n1", "n2"}));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->nodes.size(), 2u);
+}
+
+// A share sized by the card (percent of its memory) counts the MiB of the
+// card each node would give: within the quota on a 16 GiB card, past it on
+// an 80 GiB one. Names mode and full Node objects alike.
+TEST(ExtenderFilter, AShareSizedByTheCardIsCheckedOnTheCardsEachNodeWouldGive) {
+  auto objects = small_cluster();
+  objects.push_back(resource_quota("team-b", "memory", {{"limits.fracpack.io/gpu-memory", "20000"}}));
+  Standalone s(objects);
+  json pod = json::parse(in_namespace(gpu_pod("p", "u-p", 20), "team-b"));
+  for (auto* r : {&pod["spec"]["containers"][0]["resources"]["limits"], &pod["spec"]["containers"][0]["resources"]["requests"]}) {
+    (*r)["fracpack.io/gpu-memory-percent"] = "50";
+  }
+  for (int round = 0; round < 2; ++round) {
+    auto f = s.driver().filter(0, pod.dump(), names({"n1", "n2", "n-a100"}));
+    ASSERT_TRUE(f) << f.message();
+    EXPECT_EQ(f->nodes, (std::vector<std::string>{"n1", "n2"}));
+    ASSERT_EQ(f->failed.count("n-a100"), 1u);
+    EXPECT_EQ(f->failed["n-a100"],
+              "pod team-b/p: exceeds ResourceQuota team-b/memory limits.fracpack.io/gpu-memory: used 0 MiB, asked 40960 MiB, hard 20000 MiB");
+  }
+  std::vector<CandidateNode> full;
+  for (const std::string& n : small_cluster()) full.push_back({json::parse(n)["metadata"]["name"], n});
+  auto f = s.driver().filter(0, pod.dump(), full);
+  ASSERT_TRUE(f) << f.message();
+  EXPECT_EQ(f->nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(f->failed.count("n-a100"), 1u);
+}
+
 TEST(ExtenderFilter, FullNodesModeTakesCardsFromTheObjectsAndAnswersWithNodes) {
   Standalone s(small_cluster());
   ExtenderConfig e;

@@ -115,6 +115,49 @@ TEST(Inspect, ServerAndSnapshotAgreeAndTheServerFollowsBinds) {
   EXPECT_TRUE(has_row(table.out, "gpu-a100-1 +0 +\\S+ +40960/[0-9]+ +[0-9.]+% +50.0% +1 +ok +inference/llm-serve-1")) << table.out;
 }
 
+// The namespace GPU quota, seen three ways that agree: `inspect quota` from
+// a snapshot and from the server, /debug/quota, and the fracpack_quota_*
+// metrics; a bind moves the used figure.
+TEST(Inspect, QuotaShowsEveryLimitWithItsUseFromASnapshotAndFromTheServer) {
+  std::vector<std::string> objects = small_cluster();
+  objects.push_back(resource_quota("team-a", "gpu", {{"limits.fracpack.io/gpu", "4"}, {"limits.fracpack.io/gpu-cores", "150"}}));
+  objects.push_back(resource_quota("team-c", "broken", {{"limits.fracpack.io/gpu-cores", "oops"}}));
+  objects.push_back(in_namespace(gpu_pod("p", "u-p", 30), "team-a"));
+  const std::string path = ::testing::TempDir() + "/quota-snapshot.json";
+  {
+    std::string list = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[";
+    for (size_t i = 0; i < objects.size(); ++i) list += (i ? "," : "") + objects[i];
+    std::ofstream(path) << list << "]}";
+  }
+  auto table = run_fracpack({"inspect", "--snapshot", path, "quota"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(has_row(table.out, "NAMESPACE +RESOURCEQUOTA +KEY +USED +HARD")) << table.out;
+  EXPECT_TRUE(has_row(table.out, "team-a +gpu +limits.fracpack.io/gpu +0 +4")) << table.out;
+  EXPECT_TRUE(has_row(table.out, "team-a +gpu +limits.fracpack.io/gpu-cores +0 +150")) << table.out;
+  EXPECT_TRUE(has_row(table.out, "team-c +broken +limits.fracpack.io/gpu-cores +0 +cannot be read: .*")) << table.out;
+  EXPECT_EQ(run_fracpack({"inspect", "--snapshot", path, "quota", "team-b"}).out, "no GPU quota in namespace team-b\n");
+
+  Standalone s(objects);
+  ASSERT_TRUE(s.driver().introduce_and_bind(objects.back(), "n1").ok());
+  auto json_out = run_fracpack({"inspect", "--server", s.url(), "quota", "team-a", "-o", "json"});
+  ASSERT_EQ(json_out.exit_code, 0) << json_out.err;
+  auto rows = nlohmann::json::parse(json_out.out)["quotas"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["used"], 1);
+  EXPECT_EQ(rows[0]["hard"], 4);
+  EXPECT_EQ(rows[1]["used"], 30);
+  auto debug = nlohmann::json::parse(http_get(s.url(), "/debug/quota").body);
+  ASSERT_EQ(debug["quotas"].size(), 3u);
+  EXPECT_EQ(debug["quotas"][0], rows[0]);
+  const std::string metrics = http_get(s.url(), "/metrics").body;
+  EXPECT_NE(metrics.find("fracpack_quota_used{namespace=\"team-a\",resourcequota=\"gpu\",key=\"limits.fracpack.io/gpu\"} 1"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fracpack_quota_hard{namespace=\"team-a\",resourcequota=\"gpu\",key=\"limits.fracpack.io/gpu\"} 4"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("fracpack_quota_malformed{namespace=\"team-c\",resourcequota=\"broken\",key=\"limits.fracpack.io/gpu-cores\"} 1"),
+            std::string::npos);
+}
+
 TEST(Inspect, BadInputIsAClearError) {
   struct Case {
     std::vector<std::string> argv;

@@ -124,6 +124,18 @@ class Cluster {
   // What the pod informer delivered about this pod (see TracingSink).
   std::string pod_trace(const std::string& name) const { return pod_trace_ ? pod_trace_->about(name) : ""; }
   k8s::InformerStats node_stats() const { return informers_->node_stats(); }
+  // Every informer's (pods, nodes, ResourceQuotas ...) summed: the fake
+  // server's faults meet whichever informer asks first.
+  k8s::InformerStats all_stats() const {
+    k8s::InformerStats sum;
+    for (const auto& h : informers_->health()) {
+      sum.watches += h.stats.watches;
+      sum.expired += h.stats.expired;
+      sum.throttled += h.stats.throttled;
+      sum.relists += h.stats.relists;
+    }
+    return sum;
+  }
 
   // Polls `pred` until true or the timeout.
   static bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(10));

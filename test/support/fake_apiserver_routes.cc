@@ -100,7 +100,8 @@ Route FakeRoutes::route(const Request& req) {
                    res("pods/binding", "Binding", true, {"create"}),
                    res("bindings", "Binding", true, {"create"}),
                    res("nodes", "Node", false, {"get", "list", "patch", "watch"}, {"no"}),
-                   res("events", "Event", true, {"create", "get", "list", "watch"}, {"ev"})}}};
+                   res("events", "Event", true, {"create", "get", "list", "watch"}, {"ev"}),
+                   res("resourcequotas", "ResourceQuota", true, {"create", "delete", "get", "list", "watch"}, {"quota"})}}};
     return answer(200, list.dump());
   }
 
@@ -125,7 +126,7 @@ Route FakeRoutes::route(const Request& req) {
     if (parts.size() >= 4) name = parts[3];
     if (parts.size() >= 5) sub = parts[4];
   }
-  if (kind != "pods" && kind != "nodes" && kind != "events" && kind != "bindings" && kind != "configmaps") {
+  if (kind != "pods" && kind != "nodes" && kind != "events" && kind != "bindings" && kind != "configmaps" && kind != "resourcequotas") {
     return answer(404, not_found);
   }
 
@@ -175,7 +176,7 @@ Route FakeRoutes::route(const Request& req) {
     r.response = bind(ns, n, req.body);
     return r;
   }
-  if (method == "POST" && (kind == "events" || kind == "pods") && name.empty()) {
+  if (method == "POST" && (kind == "events" || kind == "pods" || kind == "resourcequotas") && name.empty()) {
     json o = json::parse(req.body, nullptr, false);
     if (!o.is_object()) return answer(400, status_json(400, "BadRequest", "invalid JSON body"));
     o["metadata"]["namespace"] = ns;

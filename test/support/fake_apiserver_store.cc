@@ -100,6 +100,8 @@ std::string status_json(int code, const std::string& reason, const std::string& 
 std::string kind_name(const std::string& kind) {
   if (kind == "pods") return "Pod";
   if (kind == "nodes") return "Node";
+  if (kind == "configmaps") return "ConfigMap";
+  if (kind == "resourcequotas") return "ResourceQuota";
   return "Event";
 }
 

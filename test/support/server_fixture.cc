@@ -86,6 +86,20 @@ std::string gpu_pod(const std::string& name, const std::string& uid, int cores, 
       .dump();
 }
 
+std::string resource_quota(const std::string& ns, const std::string& name, const std::map<std::string, std::string>& hard) {
+  return json{{"apiVersion", "v1"},
+              {"kind", "ResourceQuota"},
+              {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-quota-" + ns + "-" + name}}},
+              {"spec", {{"hard", hard}}}}
+      .dump();
+}
+
+std::string in_namespace(const std::string& pod_json, const std::string& ns) {
+  json p = json::parse(pod_json);
+  p["metadata"]["namespace"] = ns;
+  return p.dump();
+}
+
 std::string cpu_pod(const std::string& name, const std::string& uid) {
   json limits = {{"cpu", "1"}};
   return json{{"apiVersion", "v1"},

@@ -50,6 +50,11 @@ std::optional<DeletedPod> delete_random_pod(FakeApiServer& api, std::mt19937_64&
 // The pod `ns/name` of a snapshot file (a v1 List) as JSON text ("" if absent).
 std::string snapshot_pod(const std::string& snapshot_path, const std::string& ns, const std::string& name);
 
+// A ResourceQuota `ns/name` with these spec.hard entries.
+std::string resource_quota(const std::string& ns, const std::string& name, const std::map<std::string, std::string>& hard);
+// `pod_json` moved to namespace `ns`.
+std::string in_namespace(const std::string& pod_json, const std::string& ns);
+
 // A pod with CPU only.
 std::string cpu_pod(const std::string& name, const std::string& uid);
 

@@ -1,0 +1,158 @@
+// The namespace GPU quota's adapter (k8s/quota.h): the contract's keys read
+// from ResourceQuotas, the ledger's limits kept in step with them through
+// list and watch, and the bind path's reservation refused past the quota.
+#include "k8s/quota.h"
+
+#include <gtest/gtest.h>
+
+#include "k8s/cluster_state.h"
+#include "k8s/contract/fracpack.h"
+#include "k8s/contract/hami.h"
+#include "scheduling/quantity.h"
+#include "test/support/cluster_harness.h"
+
+namespace fracpack::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using scheduling::QuotaResource;
+
+k8s::ResourceQuota quota(const std::string& ns, const std::string& name, k8s::StringMap hard) {
+  k8s::ResourceQuota q;
+  q.meta.namespace_name = ns;
+  q.meta.name = name;
+  q.meta.uid = "uid-" + name;
+  q.hard = std::move(hard);
+  return q;
+}
+
+TEST(QuotaLimits, ReadsTheContractsKeysAndLeavesKubernetesOwnAlone) {
+  k8s::FracpackContract fracpack;
+  auto limits = k8s::quota_limits(quota("team-a", "gpu", {{"requests.cpu", "10"},
+                                                            {"limits.fracpack.io/gpu", "4"},
+                                                            {"limits.fracpack.io/gpu-memory", "163840"},
+                                                            {"limits.fracpack.io/gpu-cores", "250"},
+                                                            {"requests.fracpack.io/gpu", "8"}}),
+                                  fracpack.quota_keys());
+  ASSERT_EQ(limits.size(), 3u);
+  EXPECT_EQ(limits[0], (scheduling::QuotaLimit{"gpu", "limits.fracpack.io/gpu", QuotaResource::kCards, 4, ""}));
+  EXPECT_EQ(limits[1], (scheduling::QuotaLimit{"gpu", "limits.fracpack.io/gpu-memory", QuotaResource::kMemoryMib, 163840, ""}));
+  EXPECT_EQ(limits[2], (scheduling::QuotaLimit{"gpu", "limits.fracpack.io/gpu-cores", QuotaResource::kCoresPercent, 250, ""}));
+}
+
+TEST(QuotaLimits, HamisMemoryKeyCountsInUnitsOfItsMemoryFactor) {
+  k8s::HamiOptions o;
+  o.memory_factor = 1024;
+  k8s::HamiContract hami({}, o);
+  auto limits = k8s::quota_limits(quota("ns", "q", {{"limits.nvidia.com/gpumem", "32"}, {"limits.nvidia.com/gpucores", "400"},
+                                                     {"limits.nvidia.com/gpu", "4"}}),
+                                  hami.quota_keys());
+  ASSERT_EQ(limits.size(), 3u);
+  EXPECT_EQ(limits[0].resource, QuotaResource::kMemoryMib);
+  EXPECT_EQ(limits[0].hard, 32768);
+  EXPECT_EQ(limits[1].hard, 400);
+  EXPECT_EQ(limits[2].hard, 4);
+}
+
+TEST(QuotaLimits, AValueThatIsNotAWholeNumberIsMalformedAndSaysWhy) {
+  k8s::FracpackContract fracpack;
+  auto limits = k8s::quota_limits(quota("ns", "q", {{"limits.fracpack.io/gpu", "1500m"}, {"limits.fracpack.io/gpu-memory", "lots"},
+                                                     {"limits.fracpack.io/gpu-cores", "1e19"}}),
+                                  fracpack.quota_keys());
+  ASSERT_EQ(limits.size(), 3u);
+  EXPECT_EQ(limits[0].malformed, "\"1500m\" is not a whole number");
+  EXPECT_NE(limits[1].malformed.find("\"lots\" is not a quantity"), std::string::npos) << limits[1].malformed;
+  EXPECT_EQ(limits[2].malformed, "\"1e19\" is too large");
+}
+
+TEST(QuotaBook, EveryObjectOfANamespaceHoldsAndADeletedOneNoLonger) {
+  k8s::QuotaBook book(k8s::FracpackContract().quota_keys());
+  scheduling::Ledger ledger;
+  EXPECT_TRUE(book.apply(quota("ns", "a", {{"limits.fracpack.io/gpu", "4"}}), ledger).empty());
+  EXPECT_TRUE(book.apply(quota("ns", "b", {{"limits.fracpack.io/gpu", "2"}}), ledger).empty());
+  book.apply(quota("ns-2", "a", {{"limits.fracpack.io/gpu", "1"}}), ledger);
+  book.apply(quota("other", "cpu", {{"requests.cpu", "1"}}), ledger);  // none of ours: not kept
+  ASSERT_NE(ledger.quota("ns"), nullptr);
+  EXPECT_EQ(ledger.quota("ns")->size(), 2u);
+  EXPECT_EQ(ledger.quota("other"), nullptr);
+  EXPECT_EQ(book.objects().size(), 3u);
+  book.remove("ns", "b", ledger);
+  ASSERT_EQ(ledger.quota("ns")->size(), 1u);
+  EXPECT_EQ(ledger.quota("ns")->at(0).hard, 4);
+  // Its keys removed from the object: the namespace has no limits left.
+  book.apply(quota("ns", "a", {{"requests.cpu", "1"}}), ledger);
+  EXPECT_EQ(ledger.quota("ns"), nullptr);
+  EXPECT_EQ(ledger.quota("ns-2")->size(), 1u);
+}
+
+TEST(QuotaBook, AMalformedLimitIsReportedOncePerChange) {
+  k8s::QuotaBook book(k8s::FracpackContract().quota_keys());
+  scheduling::Ledger ledger;
+  auto bad = quota("ns", "a", {{"limits.fracpack.io/gpu", "0.5"}});
+  EXPECT_EQ(book.apply(bad, ledger).size(), 1u);
+  EXPECT_TRUE(book.apply(bad, ledger).empty()) << "a relist reports nothing again";
+  EXPECT_TRUE(book.apply(quota("ns", "a", {{"limits.fracpack.io/gpu", "1"}}), ledger).empty());
+  EXPECT_EQ(book.apply(bad, ledger).size(), 1u);
+}
+
+TEST(QuotaState, ResourceQuotasArriveByListAndWatchAndAGoneOneIsDroppedByTheRelist) {
+  std::vector<std::string> reported;
+  k8s::SyncOptions o;
+  o.on_quota_problem = [&](const k8s::ObjectMeta& q, const std::string& m) { reported.push_back(q.namespace_name + "/" + q.name + ": " + m); };
+  k8s::ClusterState state(o);
+  auto json_of = [](const k8s::ResourceQuota& q) { return k8s::resource_quota_json(q); };
+  state.begin_resource_quota_list();
+  ASSERT_TRUE(state.list_resource_quota(json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "2"}}))).ok());
+  ASSERT_TRUE(state.list_resource_quota(json_of(quota("b", "q", {{"limits.fracpack.io/gpu-memory", "half"}}))).ok());
+  state.end_resource_quota_list();
+  EXPECT_EQ(state.quota_rows().size(), 2u);
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0], "b/q: spec.hard limits.fracpack.io/gpu-memory cannot be read (\"half\" is not a quantity: " +
+                             fracpack::Quantity::parse("half").message() + "): no new GPU placement in the namespace until it is fixed");
+  EXPECT_EQ(state.counters().malformed_quotas, 1u);
+  ASSERT_TRUE(state.resource_quota_event(k8s::WatchEventType::kModified, json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "3"}}))).ok());
+  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.quota("a")->at(0).hard; }), 3);
+  // A relist without b's quota: it is gone.
+  state.begin_resource_quota_list();
+  ASSERT_TRUE(state.list_resource_quota(json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "3"}}))).ok());
+  state.end_resource_quota_list();
+  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.quota("b") == nullptr; }), true);
+  ASSERT_TRUE(state.resource_quota_event(k8s::WatchEventType::kDeleted, json_of(quota("a", "q", {}))).ok());
+  EXPECT_TRUE(state.quota_rows().empty());
+}
+
+TEST(QuotaState, NotReadyUntilTheResourceQuotasAreListed) {
+  k8s::ClusterState state(k8s::SyncOptions{});
+  state.begin_pod_list(false);
+  state.end_pod_list();
+  state.begin_node_list();
+  state.end_node_list();
+  EXPECT_FALSE(state.ready()) << "a namespace's quota cannot be checked before its ResourceQuotas are known";
+  state.begin_resource_quota_list();
+  state.end_resource_quota_list();
+  EXPECT_TRUE(state.ready());
+}
+
+// The bind path: two binds racing for a namespace's last card, one at a
+// time under the store's lock; the second is refused with the quota named.
+TEST(QuotaState, AReservationPastTheQuotaIsRefusedAtomically) {
+  k8s::ClusterState state(k8s::SyncOptions{});
+  state.apply_node(decoded_node("n1", 4));
+  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "1"}}));
+  auto half = [](int card) {
+    return fixed_choice(scheduling::Allocation{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{card, "", 8192, 500}}}}});
+  };
+  auto first = state.reservations().reserve({"u1", "team/p1", 0, 0}, half(0), scheduling::Clock::now());
+  ASSERT_TRUE(first.ok()) << first.message();
+  auto second = state.reservations().reserve({"u2", "team/p2", 0, 0}, half(1), scheduling::Clock::now());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.message(), "exceeds ResourceQuota team/gpu limits.fracpack.io/gpu: used 1 cards, asked 1 cards, hard 1 cards");
+  // Another namespace is not limited by it.
+  EXPECT_TRUE(state.reservations().reserve({"u3", "other/p3", 0, 0}, half(1), scheduling::Clock::now()).ok());
+  // The first pod's bind failed: its reservation released, the card is the namespace's again.
+  EXPECT_TRUE(state.reservations().settle("u1", k8s::Reservations::Settlement::kNotBound));
+  EXPECT_TRUE(state.reservations().reserve({"u2", "team/p2", 0, 0}, half(2), scheduling::Clock::now()).ok());
+}
+
+}  // namespace
+}  // namespace fracpack::testing

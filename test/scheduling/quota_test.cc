@@ -1,0 +1,133 @@
+#include "scheduling/quota.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduling/ledger.h"
+#include "test/support/testlib.h"
+
+namespace fracpack::scheduling {
+namespace {
+
+ContainerAllocation container(std::string name, bool init, std::vector<CardShare> cards) {
+  return ContainerAllocation{std::move(name), init, std::move(cards)};
+}
+
+TEST(QuotaUse, CountsEveryCardHeldWithItsMemoryAndCompute) {
+  Allocation a;
+  a.node = "n";
+  // Two cards of 8 GiB each plus a whole 40 GiB card in a second container.
+  a.containers.push_back(container("a", false, {{0, "", 8192, 300}, {1, "", 8192, 300}}));
+  a.containers.push_back(container("b", false, {{2, "", 40960, 1000}}));
+  EXPECT_EQ(quota_use(a), (QuotaUse{3, 8192 * 2 + 40960, 1600}));
+}
+
+TEST(QuotaUse, InitContainersCountAsKubernetesCountsEffectiveRequests) {
+  Allocation a;
+  a.node = "n";
+  a.containers.push_back(container("init-big", true, {{0, "", 30000, 1000}, {1, "", 30000, 1000}, {2, "", 1000, 100}}));
+  a.containers.push_back(container("init-small", true, {{0, "", 500, 50}}));
+  a.containers.push_back(container("app", false, {{0, "", 4096, 250}}));
+  a.containers.push_back(container("sidecar", false, {{1, "", 4096, 250}}));
+  // Per dimension: max(sum of app, each init): cards max(2, 3), memory
+  // max(8192, 61000), cores max(500, 2100).
+  EXPECT_EQ(quota_use(a), (QuotaUse{3, 61000, 2100}));
+}
+
+TEST(QuotaUse, ARequestSizedByTheCardIsNotKnownBeforeTheCardIsChosen) {
+  PodRequest pod;
+  pod.namespace_name = "team-a";
+  pod.containers.push_back(ContainerRequest{"main", false, 2, 4096, 0, 300});
+  const std::vector<QuotaLimit> memory{{"q", "limits.fracpack.io/gpu-memory", QuotaResource::kMemoryMib, 100000, ""}};
+  const std::vector<QuotaLimit> cards{{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 4, ""}};
+  EXPECT_FALSE(quota_depends_on_card(memory, pod));
+  EXPECT_EQ(quota_use(pod), (QuotaUse{2, 8192, 600}));
+  pod.containers[0].memory_percent = 50;
+  EXPECT_TRUE(quota_depends_on_card(memory, pod));
+  EXPECT_FALSE(quota_depends_on_card(cards, pod)) << "cards do not depend on the card chosen";
+  // The same share on a 16 GiB and on an 80 GiB card.
+  Allocation small, big;
+  small.containers.push_back(container("main", false, {{0, "", 4096 + 8192, 300}, {1, "", 4096 + 8192, 300}}));
+  big.containers.push_back(container("main", false, {{0, "", 4096 + 40960, 300}, {1, "", 4096 + 40960, 300}}));
+  EXPECT_EQ(quota_use(small).memory_mib, 24576);
+  EXPECT_EQ(quota_use(big).memory_mib, 90112);
+}
+
+TEST(QuotaAdmits, NamesTheObjectTheKeyUsedAskedAndHard) {
+  const std::vector<QuotaLimit> limits{
+      {"gpu-quota", "limits.fracpack.io/gpu", QuotaResource::kCards, 4, ""},
+      {"gpu-quota", "limits.fracpack.io/gpu-memory", QuotaResource::kMemoryMib, 65536, ""},
+      {"compute", "limits.fracpack.io/gpu-cores", QuotaResource::kCoresPercent, 150, ""},
+  };
+  EXPECT_TRUE(quota_admits("team-a", limits, QuotaUse{2, 32768, 1000}, QuotaUse{1, 16384, 500}).ok());
+  auto memory = quota_admits("team-a", limits, QuotaUse{2, 32768, 1000}, QuotaUse{1, 40000, 100});
+  ASSERT_FALSE(memory.ok());
+  EXPECT_EQ(memory.message(),
+            "exceeds ResourceQuota team-a/gpu-quota limits.fracpack.io/gpu-memory: used 32768 MiB, asked 40000 MiB, hard 65536 MiB");
+  auto cores = quota_admits("team-a", limits, QuotaUse{1, 0, 1000}, QuotaUse{1, 0, 501});
+  ASSERT_FALSE(cores.ok());
+  EXPECT_EQ(cores.message(),
+            "exceeds ResourceQuota team-a/compute limits.fracpack.io/gpu-cores: used 100 percent of a card, asked 51 percent of a card, "
+            "hard 150 percent of a card");
+  EXPECT_EQ(cores.message().find('%'), std::string::npos);
+  // Exactly at hard is within it.
+  EXPECT_TRUE(quota_admits("team-a", limits, QuotaUse{3, 0, 0}, QuotaUse{1, 0, 0}).ok());
+  EXPECT_FALSE(quota_admits("team-a", limits, QuotaUse{4, 0, 0}, QuotaUse{1, 0, 0}).ok());
+}
+
+TEST(QuotaAdmits, ALoweredQuotaKeepsWhatRunsAndRefusesWhatIsNew) {
+  const std::vector<QuotaLimit> limits{{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 1, ""}};
+  // Already above hard (the quota was lowered): a new card is refused ...
+  EXPECT_FALSE(quota_admits("ns", limits, QuotaUse{3, 0, 0}, QuotaUse{1, 0, 0}).ok());
+}
+
+TEST(QuotaAdmits, AMalformedKeyRefusesEveryNewPlacementAndSaysWhy) {
+  const std::vector<QuotaLimit> limits{{"q", "limits.fracpack.io/gpu-memory", QuotaResource::kMemoryMib, 0, "\"lots\" is not a quantity"}};
+  auto s = quota_admits("ns", limits, QuotaUse{}, QuotaUse{1, 0, 100});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ResourceQuota ns/q limits.fracpack.io/gpu-memory cannot be read (\"lots\" is not a quantity)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(QuotaAdmits, EveryObjectOfTheNamespaceHolds) {
+  const std::vector<QuotaLimit> limits{{"loose", "limits.fracpack.io/gpu", QuotaResource::kCards, 10, ""},
+                                       {"tight", "limits.fracpack.io/gpu", QuotaResource::kCards, 2, ""}};
+  auto s = quota_admits("ns", limits, QuotaUse{2, 0, 0}, QuotaUse{1, 0, 0});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ns/tight"), std::string::npos) << s.message();
+}
+
+TEST(LedgerQuota, TheNamespacesUseFollowsItsPodsAssumedConfirmedAndGone) {
+  Ledger l;
+  l.upsert_node(fracpack::testing::node("n1", 4));
+  auto alloc = [](int index, int64_t mib, int cores) {
+    Allocation a;
+    a.node = "n1";
+    a.containers.push_back(ContainerAllocation{"main", false, {CardShare{index, "", mib, cores}}});
+    return a;
+  };
+  const auto far = Clock::time_point::max();
+  ASSERT_TRUE(l.assume(PodFacts{"a", "team-a/a", 0, 0}, alloc(0, 4096, 250), far).ok());
+  ASSERT_TRUE(l.assume(PodFacts{"b", "team-b/b", 0, 0}, alloc(1, 2048, 100), far).ok());
+  EXPECT_EQ(l.namespace_use("team-a"), (QuotaUse{1, 4096, 250}));
+  l.confirm(PodFacts{"a", "team-a/a", 0, 0}, alloc(0, 4096, 250));
+  l.confirm(PodFacts{"c", "team-a/c", 0, 0}, alloc(2, 1024, 100));
+  EXPECT_EQ(l.namespace_use("team-a"), (QuotaUse{2, 5120, 350}));
+  // A record that changed replaces what the pod counted.
+  l.confirm(PodFacts{"c", "team-a/c", 0, 0}, alloc(2, 2048, 100));
+  EXPECT_EQ(l.namespace_use("team-a"), (QuotaUse{2, 6144, 350}));
+  EXPECT_TRUE(l.forget("b"));
+  EXPECT_EQ(l.namespace_use("team-b"), QuotaUse{});
+  l.remove("a");
+  l.remove("c");
+  EXPECT_TRUE(l.namespace_uses().empty());
+  // A pod without cards counts nothing.
+  Allocation none;
+  none.node = "n1";
+  l.confirm(PodFacts{"d", "team-a/d", 100, 100}, none);
+  EXPECT_TRUE(l.namespace_uses().empty());
+  EXPECT_TRUE(l.check_invariants().ok());
+}
+
+}  // namespace
+}  // namespace fracpack::scheduling
