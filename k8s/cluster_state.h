@@ -1,5 +1,6 @@
-// The cluster as fracpack knows it: the store of pods and nodes the
-// informers keep (k8s/cluster_informers.h feeds it), and the ledger the
+// The cluster as fracpack knows it: the store of pods and nodes (and the
+// contract's ConfigMaps, the namespace GPU quota's ResourceQuotas, k8s/quota.h)
+// the informers keep (k8s/cluster_informers.h feeds it), and the ledger the
 // pod-to-ledger path builds from them (k8s/ledger_builder.h: what a bound
 // pod holds, inference, fail-closed rules). Allocations are durable only as
 // pod annotations (the Binding writes them atomically with spec.nodeName),

@@ -264,6 +264,12 @@ Status decode_resource_quota(od::object v, const Selection& sel, ResourceQuota& 
     if (key == "metadata") return decode_meta(val, sel, out.meta);
     if (key != "spec") return Status::Ok();
     return for_each_field(val, "spec", [&](std::string_view k, od::value sv) -> Status {
+      if (k == "scopes" || k == "scopeSelector") {
+        od::json_type t;
+        if (auto e = sv.type().get(t)) return syntax_error(e, "spec." + std::string(k));
+        if (t != od::json_type::null) out.scoped = true;
+        return Status::Ok();
+      }
       if (k != "hard") return Status::Ok();
       return for_each_field(sv, "spec.hard", [&](std::string_view name, od::value q) -> Status {
         out.hard.emplace_back(std::string(name), std::string());

@@ -87,6 +87,7 @@ struct ConfigMap {
 struct ResourceQuota {
   ObjectMeta meta;
   StringMap hard;
+  bool scoped = false;  // spec.scopes or spec.scopeSelector present (not written back)
 };
 
 // A list as the API server or kubectl writes it: PodList, NodeList, or a v1

@@ -12,9 +12,15 @@ namespace {
 // error says why not.
 Result<int64_t> hard_value(const std::string& text, int64_t unit) {
   auto q = Quantity::parse(text);
-  if (!q) return Error{"\"" + text + "\" is not a quantity: " + q.message()};
+  if (!q) return Error{q.message()};
   if (q->negative()) return Error{"\"" + text + "\" is negative"};
   if (!q->is_integer()) return Error{"\"" + text + "\" is not a whole number"};
+  // A suffix ("80Gi", "2k") would count bytes or thousands where the key
+  // counts MiB, cards or percent: "80Gi" read as 85899345920 MiB is no
+  // limit at all. Only plain numbers, as HAMi's keys are written.
+  if (text.find_first_not_of("0123456789") != std::string::npos) {
+    return Error{"\"" + text + "\" is not a plain whole number (write MiB, cards or percent without a suffix)"};
+  }
   auto v = q->value();
   if (!v || *v > std::numeric_limits<int64_t>::max() / unit) return Error{"\"" + text + "\" is too large"};
   return *v * unit;
@@ -31,7 +37,11 @@ std::vector<scheduling::QuotaLimit> quota_limits(const ResourceQuota& quota, con
       l.object = quota.meta.name;
       l.key = name;
       l.resource = k.resource;
-      if (auto v = hard_value(value, k.resource == scheduling::QuotaResource::kMemoryMib ? k.unit_mib : 1)) {
+      if (quota.scoped) {
+        // Scopes select pods (priority class, terminating, best effort)
+        // fracpack does not judge: failing closed beats limiting the wrong pods.
+        l.malformed = "a scoped ResourceQuota (spec.scopes or spec.scopeSelector): fracpack enforces only unscoped ones";
+      } else if (auto v = hard_value(value, k.resource == scheduling::QuotaResource::kMemoryMib ? k.unit_mib : 1)) {
         l.hard = *v;
       } else {
         l.malformed = v.message();

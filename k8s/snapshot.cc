@@ -4,6 +4,7 @@
 
 #include "common/time.h"
 #include "k8s/ledger_builder.h"
+#include "k8s/quota.h"
 #include "k8s/workload_codec.h"
 #include "scheduling/replay/sequence.h"
 
@@ -39,6 +40,18 @@ SnapshotState read_snapshot(const ObjectList& list, const Contract& contract, co
   SnapshotState st;
   st.skipped_items = list.skipped;
   st.workload = snapshot_workload(list, st.problems);
+  {
+    QuotaBook book(contract.quota_keys());
+    scheduling::Ledger limits;  // only its quotas are used
+    for (const ResourceQuota& q : list.resource_quotas) {
+      for (const scheduling::QuotaLimit& l : book.apply(q, limits)) {
+        const std::string object = "resourcequota " + q.meta.namespace_name + "/" + q.meta.name;
+        st.problems.push_back({object, object + ": spec.hard " + l.key + " cannot be read (" + l.malformed +
+                                           "): no GPU placement in the namespace"});
+      }
+    }
+    for (const auto& [ns, l] : limits.quotas()) st.quotas.emplace(ns, l);
+  }
   LedgerBuilder builder(contract, [&](std::string object, std::string message) {
     // Every message names its object.
     SnapshotProblem problem;
@@ -107,6 +120,7 @@ SnapshotState read_snapshot(const ObjectList& list, const Contract& contract, co
 void load_ledger(const SnapshotState& state, scheduling::Ledger& ledger) {
   for (const auto& n : state.nodes) ledger.upsert_node(n);
   for (const auto& b : state.bound) ledger.confirm(b.facts, b.allocation);
+  for (const auto& [ns, limits] : state.quotas) ledger.set_quota(ns, limits);
 }
 
 replay::SequenceResult replay_snapshot(const SnapshotState& state, scheduling::Policy& policy, const scheduling::Workload& metric,

@@ -1,11 +1,12 @@
 // Cluster snapshots: a Kubernetes v1 List of nodes and pods, as
-// `kubectl get nodes,pods -A -o json` writes it (and fracpack's
+// `kubectl get nodes,pods,resourcequotas -A -o json` writes it (and fracpack's
 // /debug/snapshot and `convert`). Parsed once (parse_snapshot); then either
 // loaded into a ClusterState (serve --snapshot, inspect) or read into what a
 // replay needs (read_snapshot). Both reach the ledger by the same path as the
 // watch (k8s/ledger_builder.h), with the same fail-closed rules.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,9 @@ struct SnapshotState {
   std::vector<scheduling::NodeSpec> nodes;       // as the ledger holds them (cordons included), sorted by name
   std::vector<BoundPod> bound;                   // what the bound pods hold, by their records or by inference
   std::vector<scheduling::PodRequest> pending;   // unscheduled pods, in creation order
+  // The namespaces' GPU quotas (k8s/quota.h) from the snapshot's
+  // ResourceQuotas: a replay honours them, so a quota can be tried offline.
+  std::map<std::string, std::vector<scheduling::QuotaLimit>> quotas;
   std::optional<scheduling::ShapeCounts> workload;  // from the workload ConfigMap, if present
   scheduling::ShapeCounts shapes;                   // every valid pod's shape (a workload otherwise)
   std::vector<SnapshotProblem> problems;         // objects that could not be read, and why
@@ -55,7 +59,7 @@ SnapshotState read_snapshot(const ObjectList& list, const Contract& contract, co
 // `problems` gets what is wrong with one that cannot be read.
 std::optional<scheduling::ShapeCounts> snapshot_workload(const ObjectList& list, std::vector<SnapshotProblem>& problems);
 
-// The ledger a snapshot describes (nodes and bound pods).
+// The ledger a snapshot describes (nodes, bound pods and quotas).
 void load_ledger(const SnapshotState& state, scheduling::Ledger& ledger);
 
 // `replay snapshot` for one policy: a fresh ledger of the snapshot, the

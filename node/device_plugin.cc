@@ -435,9 +435,12 @@ void DevicePluginServer::run(std::stop_token stop, std::chrono::milliseconds ret
                                     options_.resource + " with kubelet at " + kubelet_socket());
       }
     }
-    // Wake for the next try if it is due before the periodic re-check.
+    // Wake for the next try if it is due before the periodic re-check (only
+    // while kubelet's socket is there: without it, inotify wakes us when it
+    // appears, and there is no try to make).
+    stats_.wakeups.fetch_add(1, std::memory_order_relaxed);
     auto wait = std::chrono::milliseconds(200);
-    if (!registered) {
+    if (!registered && file_id(kubelet_socket()).inode != 0) {
       const auto until_try = std::chrono::duration_cast<std::chrono::milliseconds>(next_try - std::chrono::steady_clock::now());
       wait = std::clamp(until_try, std::chrono::milliseconds(1), wait);
     }

@@ -85,6 +85,7 @@ struct DevicePluginStats {
   std::atomic<uint64_t> allocations{0};         // containers served
   std::atomic<uint64_t> allocation_failures{0}; // containers refused
   std::atomic<uint64_t> list_updates{0};        // ListAndWatch messages sent
+  std::atomic<uint64_t> wakeups{0};             // passes of the registration loop (a spin shows here)
 };
 
 class DevicePluginServer {

@@ -207,7 +207,11 @@ Status Ledger::assume(const PodFacts& pod, Allocation allocation, Clock::time_po
   if (it == nodes_.end() || !it->second.present_) return Error{"node " + allocation.node + " is not known"};
   if (Status fits = allocation_fits(it->second, allocation); !fits.ok()) return fits;
   if (!quotas_.empty()) {
-    if (Status s = quota_admits(namespace_of_key(pod.key), quota_use(allocation)); !s.ok()) return s;
+    // A pod without cards asks nothing of the quota (a malformed limit
+    // must not cost it its CPU and memory reservation).
+    if (const QuotaUse asked = quota_use(allocation); !asked.zero()) {
+      if (Status s = quota_admits(namespace_of_key(pod.key), asked); !s.ok()) return s;
+    }
   }
 
   PodRecord record;
@@ -425,10 +429,14 @@ const std::vector<QuotaLimit>* Ledger::quota(std::string_view namespace_name) co
   return it == quotas_.end() ? nullptr : &it->second;
 }
 
-Status Ledger::quota_admits(std::string_view namespace_name, const QuotaUse& asked) const {
+Status Ledger::quota_admits(std::string_view namespace_name, const QuotaUse& asked, std::string_view except_uid) const {
   const std::vector<QuotaLimit>* limits = quota(namespace_name);
   if (limits == nullptr) return Status::Ok();
-  return scheduling::quota_admits(std::string(namespace_name), *limits, namespace_use(namespace_name), asked);
+  QuotaUse used = namespace_use(namespace_name);
+  if (!except_uid.empty()) {
+    if (const PodRecord* own = pod(except_uid); own != nullptr && namespace_of_key(own->key) == namespace_name) used -= own->quota;
+  }
+  return scheduling::quota_admits(std::string(namespace_name), *limits, used, asked);
 }
 
 std::map<std::string, QuotaUse> Ledger::namespace_uses() const { return {namespace_use_.begin(), namespace_use_.end()}; }

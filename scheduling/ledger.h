@@ -19,8 +19,9 @@
 //
 // Invariants (check_invariants(), run by the tests and by debug builds after
 // every mutation): every card's used memory, used cores and sharer count equal
-// the sums over the pods placed on it; assume() never takes a card past its
-// memory or past 1000 milli of compute. confirm() records what the API says
+// the sums over the pods placed on it, and every namespace's quota use the
+// sum over its pods; assume() never takes a card past its memory or past 1000
+// milli of compute, nor a namespace past its GPU quota (scheduling/quota.h). confirm() records what the API says
 // even when that over-commits a card (another scheduler may have put it
 // there); such cards are counted by overcommitted_cards() and accept nothing
 // new until they drain.
@@ -152,8 +153,10 @@ class Ledger {
   // Null when the namespace has no limits.
   const std::vector<QuotaLimit>* quota(std::string_view namespace_name) const;
   const std::map<std::string, std::vector<QuotaLimit>, std::less<>>& quotas() const { return quotas_; }
-  // Whether the namespace's limits admit `asked` beside what its pods hold.
-  Status quota_admits(std::string_view namespace_name, const QuotaUse& asked) const;
+  // Whether the namespace's limits admit `asked` beside what its pods hold
+  // (but the pod `except_uid`: a pod judged again while its own reservation
+  // is held is not counted twice).
+  Status quota_admits(std::string_view namespace_name, const QuotaUse& asked, std::string_view except_uid = {}) const;
 
   // --- pods ---
   // Reserves the allocation for a bind in flight, if it still fits the node

@@ -24,16 +24,18 @@ QuotaUse effective(const std::vector<Container>& containers, UseOf use_of) {
   return {std::max(app.cards, init.cards), std::max(app.memory_mib, init.memory_mib), std::max(app.cores_milli, init.cores_milli)};
 }
 
-const char* unit_of(QuotaResource r) {
+// "3 cards", "1 card", "4096 MiB", "150 percent of a card".
+std::string amount_text(int64_t n, QuotaResource r) {
+  const std::string v = std::to_string(n);
   switch (r) {
     case QuotaResource::kCards:
-      return " cards";
+      return v + (n == 1 ? " card" : " cards");
     case QuotaResource::kMemoryMib:
-      return " MiB";
+      return v + " MiB";
     case QuotaResource::kCoresPercent:
-      return " percent of a card";
+      return v + " percent of a card";
   }
-  return "";
+  return v;
 }
 
 }  // namespace
@@ -82,9 +84,8 @@ Status quota_admits(const std::string& namespace_name, const std::vector<QuotaLi
     total += asked;
     const int64_t after = quota_amount(total, l.resource);
     if (after > l.hard) {
-      const char* unit = unit_of(l.resource);
-      return Error{"exceeds " + where + ": used " + std::to_string(quota_amount(used, l.resource)) + unit + ", asked " +
-                   std::to_string(ask) + unit + ", hard " + std::to_string(l.hard) + unit};
+      return Error{"exceeds " + where + ": used " + amount_text(quota_amount(used, l.resource), l.resource) + ", asked " +
+                   amount_text(ask, l.resource) + ", hard " + amount_text(l.hard, l.resource)};
     }
   }
   return Status::Ok();

@@ -17,6 +17,18 @@ Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::ve
 
 Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
   Decision d;
+  // The namespace's GPU quota (scheduling/quota.h), as the extender's
+  // filter checks it: once when the pod counts the same everywhere, else on
+  // each node's own cards.
+  const std::vector<QuotaLimit>* limits = pod.wants_gpu() ? ledger_.quota(pod.namespace_name) : nullptr;
+  const bool quota_per_node = limits != nullptr && quota_depends_on_card(*limits, pod);
+  if (limits != nullptr && !quota_per_node) {
+    if (Status s = ledger_.quota_admits(pod.namespace_name, quota_use(pod)); !s.ok()) {
+      d.reason = s.message();
+      return d;
+    }
+  }
+  std::string over_quota;  // the first node's quota refusal, when that is why none fits
   const bool cacheable = policy_.cacheable();
   std::vector<DecisionCache::Entry>* entries = cacheable ? &cache_.entries(pod, nodes_.size()) : nullptr;
   const uint64_t generation = policy_.generation();
@@ -33,6 +45,12 @@ Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
       judge(pod, node, policy_, options_, /*explain=*/false, e.verdict);
     }
     if (!e.verdict.fits) continue;
+    if (quota_per_node) {
+      if (Status s = ledger_.quota_admits(pod.namespace_name, quota_use(materialize(pod, node, e.verdict.picks))); !s.ok()) {
+        if (over_quota.empty()) over_quota = s.message();
+        continue;
+      }
+    }
     ++d.feasible;
     if (best < 0 || e.verdict.score > best_score) {
       best = static_cast<int>(i);
@@ -41,7 +59,7 @@ Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
     }
   }
   if (best < 0) {
-    d.reason = explain ? explain_failure(pod) : "no node fits";
+    d.reason = !over_quota.empty() ? over_quota : explain ? explain_failure(pod) : "no node fits";
     return d;
   }
   return commit_to(pod, *nodes_[static_cast<size_t>(best)], best_score, best_picks, commit, std::move(d));
@@ -64,6 +82,12 @@ Decision Scheduler::schedule_on(const PodRequest& pod, const NodeState& node, bo
   if (!e.verdict.fits) {
     d.reason = "no node fits";
     return d;
+  }
+  if (pod.wants_gpu() && ledger_.quota(pod.namespace_name) != nullptr) {
+    if (Status s = ledger_.quota_admits(pod.namespace_name, quota_use(materialize(pod, node, e.verdict.picks))); !s.ok()) {
+      d.reason = s.message();
+      return d;
+    }
   }
   d.feasible = 1;
   const Picks picks = e.verdict.picks;

@@ -130,7 +130,7 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
     const bool quota_per_node = limits != nullptr && scheduling::quota_depends_on_card(*limits, *req);
     if (limits != nullptr && !quota_per_node) {
-      if (Status s = ledger.quota_admits(ns, scheduling::quota_use(*req)); !s.ok()) {
+      if (Status s = ledger.quota_admits(ns, scheduling::quota_use(*req), pod.meta.uid); !s.ok()) {
         // Refused on every node alike (not unresolvable: the quota may grow,
         // the namespace's pods may finish).
         Verdict refused;
@@ -151,7 +151,7 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     // its quota is a refusal.
     auto within_quota = [&](const NodeState& node, const Verdict& v) -> const Verdict& {
       if (!quota_per_node || !v.fits) return v;
-      Status s = ledger.quota_admits(ns, scheduling::quota_use(scheduling::materialize(*req, node, v.picks)));
+      Status s = ledger.quota_admits(ns, scheduling::quota_use(scheduling::materialize(*req, node, v.picks)), pod.meta.uid);
       if (s.ok()) return v;
       over_quota = Verdict{};
       over_quota.reason = "pod " + pod.key() + ": " + s.message();
@@ -375,12 +375,39 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
   }
   const scheduling::FitOptions fit_options = evaluator_.options();
   state_.read([&](const Ledger& ledger) {
+    const std::string& ns = pod.meta.namespace_name;
+    const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
+    // Evicting pods never lets a pod past its namespace's GPU quota, unless
+    // the victims are of its own namespace: a node whose victims leave the
+    // preemptor over its quota is dropped (its bind would be refused, the
+    // victims evicted for nothing, likely other teams'). Victims of the
+    // preemptor's own namespace are not sought out when quota, not
+    // capacity, blocks: such a pod waits for its namespace's pods to end.
+    auto within_quota = [&](const NodeState& node, const std::vector<std::string>& victims) {
+      if (limits == nullptr) return true;
+      scheduling::QuotaUse asked = scheduling::quota_use(*req);
+      if (scheduling::quota_depends_on_card(*limits, *req)) {
+        // The card is not chosen yet: the node's largest card bounds it.
+        int64_t largest = 0;
+        for (const auto& c : node.cards()) largest = std::max(largest, c.memory_mib);
+        asked.memory_mib = 0;
+        for (const auto& c : req->containers) asked.memory_mib += int64_t{c.cards} * c.memory_on(largest);
+      }
+      scheduling::QuotaUse freed;
+      for (const std::string& uid : victims) {
+        const scheduling::PodRecord* r = ledger.pod(uid);
+        if (r != nullptr && scheduling::namespace_of_key(r->key) == ns) freed += r->quota;
+      }
+      asked -= freed;
+      return ledger.quota_admits(ns, asked, pod.meta.uid).ok();
+    };
     for (const auto& [node_name, uids] : args->victims) {
       const NodeState* node = ledger.node(node_name);
       if (node == nullptr || !node->present()) continue;  // cannot judge: drop the node
       const int64_t pdb = args->pdb_violations.count(node_name) ? args->pdb_violations.at(node_name) : 0;
       auto choice = scheduling::choose_victims(*req, ledger, *node, candidates[node_name], fit_options);
       if (!choice) continue;  // even all of them would not free enough: drop the node
+      if (!within_quota(*node, choice->fits_already ? uids : choice->victims)) continue;
       if (choice->fits_already) {
         // The cards are not what is short: kube-scheduler's victims stand
         // (none proposed: nothing to evict here; a node with no victims is

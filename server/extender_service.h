@@ -3,9 +3,13 @@
 // bind is the BindService's (server/bind_service.h). One pod's filter:
 // HTTP body -> k8s/extender_codec (decode) -> the contract (PodRequest) ->
 // scheduling::Evaluator over the ClusterState's ledger -> the reply writer.
-// In names mode, filter and prioritize answer from replies kept per
-// candidate list and demand, redone only for the nodes that changed
-// (server/reply_cache.h; the node list itself: server/node_name_cache.h).
+// The namespace's GPU quota (scheduling/quota.h) is checked first when the
+// pod counts the same on every node (a refusal fails them all), else on each
+// node's own cards. In names mode, filter and prioritize answer from replies
+// kept per candidate list and demand, redone only for the nodes that changed
+// (server/reply_cache.h; the node list itself: server/node_name_cache.h) —
+// not when the quota is checked per node. preempt offers no victims that
+// would leave the preemptor over its namespace's quota.
 //
 //   filter       ExtenderArgs -> ExtenderFilterResult
 //   prioritize   ExtenderArgs -> HostPriorityList (0..10, the best alone 10)

@@ -15,7 +15,7 @@ constexpr const char* kUsage = R"(usage: fracpack <command> [options]
 
 commands:
   replay openb      replay the FGD paper's experiment on the Alibaba openb trace
-  replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods -A -o json)
+  replay snapshot   replay a recorded cluster snapshot (kubectl get nodes,pods,resourcequotas -A -o json)
   convert openb     write the openb trace as a cluster snapshot
   mix openb         build a workload mix from the openb trace (the FGD paper's recipes)
   serve             run the kube-scheduler extender (HTTP)

@@ -1,4 +1,4 @@
-// Standalone mode's state: a cluster snapshot file (kubectl get nodes,pods
+// Standalone mode's state: a cluster snapshot file (kubectl get nodes,pods,resourcequotas
 // -A -o json, or fracpack convert's output) loaded into a ClusterState, and
 // the target workload chosen as the daemon does it (workload.file, else the
 // snapshot's workload ConfigMap, else the shapes of the snapshot's pods).

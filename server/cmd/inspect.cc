@@ -36,7 +36,7 @@ a card). A node named "quota": --node quota.
 
 options:
   --server URL                 a running fracpack: http[s]://HOST:PORT
-  --snapshot FILE              a cluster snapshot (kubectl get nodes,pods -A -o json)
+  --snapshot FILE              a cluster snapshot (kubectl get nodes,pods,resourcequotas -A -o json)
   --config FILE                with --snapshot: the configuration (resource names, workload.file)
   --profile NAME               with --snapshot: read it as fracpack, hami or gpushare
                                (default: the configuration's contract.profile)

@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kHelp = R"(usage: fracpack replay snapshot FILE.json [options]
 
 Replays a recorded cluster: a Kubernetes v1 List of nodes and pods, as
-"kubectl get nodes,pods -A -o json" writes it (or fracpack's /debug/snapshot,
+"kubectl get nodes,pods,resourcequotas -A -o json" writes it (or fracpack's /debug/snapshot,
 or "fracpack convert openb"). Bound pods are loaded from their
 allocation records (the profile's: fracpack.io/allocation,
 hami.io/vgpu-devices-allocated, ALIYUN_COM_GPU_MEM_IDX); pending pods are placed in creation

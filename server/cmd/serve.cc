@@ -29,7 +29,7 @@ options:
                        also serve /healthz, /readyz, /metrics, /version (only) here
                        (config: metricsListen; default none)
   --kubeconfig FILE    API server access from a kubeconfig (default: in-cluster)
-  --snapshot FILE      standalone: a cluster snapshot (kubectl get nodes,pods -A -o json)
+  --snapshot FILE      standalone: a cluster snapshot (kubectl get nodes,pods,resourcequotas -A -o json)
   --policy NAME        placement policy (config: policy.name; default fracpack)
   --profile NAME       the contract with the node agent: fracpack, hami or gpushare
                        (config: contract.profile; default fracpack)

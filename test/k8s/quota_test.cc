@@ -57,12 +57,33 @@ TEST(QuotaLimits, HamisMemoryKeyCountsInUnitsOfItsMemoryFactor) {
 TEST(QuotaLimits, AValueThatIsNotAWholeNumberIsMalformedAndSaysWhy) {
   k8s::FracpackContract fracpack;
   auto limits = k8s::quota_limits(quota("ns", "q", {{"limits.fracpack.io/gpu", "1500m"}, {"limits.fracpack.io/gpu-memory", "lots"},
-                                                     {"limits.fracpack.io/gpu-cores", "1e19"}}),
+                                                     {"limits.fracpack.io/gpu-cores", "99999999999999999999"}}),
                                   fracpack.quota_keys());
   ASSERT_EQ(limits.size(), 3u);
   EXPECT_EQ(limits[0].malformed, "\"1500m\" is not a whole number");
-  EXPECT_NE(limits[1].malformed.find("\"lots\" is not a quantity"), std::string::npos) << limits[1].malformed;
-  EXPECT_EQ(limits[2].malformed, "\"1e19\" is too large");
+  EXPECT_NE(limits[1].malformed.find("\"lots\" is not a valid quantity"), std::string::npos) << limits[1].malformed;
+  EXPECT_EQ(limits[2].malformed, "\"99999999999999999999\" is too large");
+}
+
+// "80Gi" is a whole number of bytes, read as MiB it would be no limit at
+// all; a scoped ResourceQuota selects pods fracpack does not judge. Both
+// fail closed, saying why.
+TEST(QuotaLimits, ASuffixOrAScopeIsMalformedNotReadAsSomethingElse) {
+  k8s::FracpackContract fracpack;
+  auto suffixed = k8s::quota_limits(quota("ns", "q", {{"limits.fracpack.io/gpu-memory", "80Gi"}, {"limits.fracpack.io/gpu", "2k"}}),
+                                    fracpack.quota_keys());
+  ASSERT_EQ(suffixed.size(), 2u);
+  EXPECT_EQ(suffixed[0].malformed, "\"80Gi\" is not a plain whole number (write MiB, cards or percent without a suffix)");
+  EXPECT_FALSE(suffixed[1].malformed.empty());
+  auto json = k8s::resource_quota_json(quota("ns", "q", {{"limits.fracpack.io/gpu", "2"}}));
+  json.insert(json.find("\"hard\""), "\"scopes\":[\"Terminating\"],");
+  auto scoped = k8s::parse_resource_quota(json, fracpack.selection());
+  ASSERT_TRUE(scoped) << scoped.message() << " " << json;
+  EXPECT_TRUE(scoped->scoped);
+  auto limits = k8s::quota_limits(*scoped, fracpack.quota_keys());
+  ASSERT_EQ(limits.size(), 1u);
+  EXPECT_NE(limits[0].malformed.find("a scoped ResourceQuota"), std::string::npos);
+  EXPECT_FALSE(k8s::parse_resource_quota(k8s::resource_quota_json(quota("ns", "q", {})), fracpack.selection())->scoped);
 }
 
 TEST(QuotaBook, EveryObjectOfANamespaceHoldsAndADeletedOneNoLonger) {
@@ -107,8 +128,8 @@ TEST(QuotaState, ResourceQuotasArriveByListAndWatchAndAGoneOneIsDroppedByTheReli
   state.end_resource_quota_list();
   EXPECT_EQ(state.quota_rows().size(), 2u);
   ASSERT_EQ(reported.size(), 1u);
-  EXPECT_EQ(reported[0], "b/q: spec.hard limits.fracpack.io/gpu-memory cannot be read (\"half\" is not a quantity: " +
-                             fracpack::Quantity::parse("half").message() + "): no new GPU placement in the namespace until it is fixed");
+  EXPECT_EQ(reported[0], "b/q: spec.hard limits.fracpack.io/gpu-memory cannot be read (" + fracpack::Quantity::parse("half").message() +
+                             "): no new GPU placement in the namespace until it is fixed");
   EXPECT_EQ(state.counters().malformed_quotas, 1u);
   ASSERT_TRUE(state.resource_quota_event(k8s::WatchEventType::kModified, json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "3"}}))).ok());
   EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.quota("a")->at(0).hard; }), 3);
@@ -146,7 +167,7 @@ TEST(QuotaState, AReservationPastTheQuotaIsRefusedAtomically) {
   ASSERT_TRUE(first.ok()) << first.message();
   auto second = state.reservations().reserve({"u2", "team/p2", 0, 0}, half(1), scheduling::Clock::now());
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.message(), "exceeds ResourceQuota team/gpu limits.fracpack.io/gpu: used 1 cards, asked 1 cards, hard 1 cards");
+  EXPECT_EQ(second.message(), "exceeds ResourceQuota team/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card");
   // Another namespace is not limited by it.
   EXPECT_TRUE(state.reservations().reserve({"u3", "other/p3", 0, 0}, half(1), scheduling::Clock::now()).ok());
   // The first pod's bind failed: its reservation released, the card is the namespace's again.

@@ -1,6 +1,7 @@
 #include "k8s/snapshot.h"
 
 #include "k8s/contract/fracpack.h"
+#include "scheduling/policy.h"
 
 #include <gtest/gtest.h>
 
@@ -69,6 +70,32 @@ TEST(Snapshot, ReadsBoundPendingAndProblems) {
   EXPECT_EQ(ledger.node("a-node")->cpu_requested(), 2000);  // the legacy pod's CPU counts...
   EXPECT_EQ(ledger.node("a-node")->use()[0].cores, 1000);   // ...and, inferred, its card
   EXPECT_TRUE(ledger.check_invariants().ok());
+}
+
+// `replay snapshot` honours the snapshot's ResourceQuotas, so a quota can
+// be tried offline before it is applied: namespace d holds 2 cards (one by
+// its record, one inferred), so under a 2-card quota neither pending pod is
+// placed, each refused naming the quota; under 3 cards, one is.
+TEST(Snapshot, AReplayHonoursTheSnapshotsQuotas) {
+  auto run = [](const std::string& hard) {
+    std::string text = kSnapshot;
+    const std::string quota = R"({"kind":"ResourceQuota","metadata":{"name":"gpu","namespace":"d"},"spec":{"hard":{"limits.fracpack.io/gpu":")" +
+                              hard + R"("}}},)";
+    text.insert(text.find("[") + 1, quota);
+    const SnapshotState st = read(text, "fracpack");
+    EXPECT_EQ(st.quotas.size(), 1u);
+    auto policy = scheduling::make_policy("fracpack", {});
+    replay::SequenceOptions o;
+    o.record_placements = true;
+    return replay_snapshot(st, **policy, scheduling::Workload::typical(st.shapes), o);
+  };
+  auto tight = run("2");
+  ASSERT_EQ(tight.placements.size(), 2u);
+  EXPECT_EQ(tight.failed, 2u);
+  EXPECT_EQ(tight.placements[0].reason, "exceeds ResourceQuota d/gpu limits.fracpack.io/gpu: used 2 cards, asked 1 card, hard 2 cards");
+  auto roomier = run("3");
+  EXPECT_EQ(roomier.failed, 1u);
+  EXPECT_NE(roomier.placements[0].node, "");
 }
 
 TEST(Snapshot, WritersRoundTripThroughTheReader) {

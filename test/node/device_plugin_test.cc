@@ -319,6 +319,14 @@ TEST(DevicePluginRestart, ARegistrationRefusedAsKubeletsSocketAppearsIsRetriedWi
     std::this_thread::sleep_for(3s);
     EXPECT_GE(kubelet.register_calls(), calls + 1) << "it tried again once the stream ended";
     EXPECT_LE(kubelet.register_calls(), calls + 10) << "10, 20, 40 ... 2560 ms apart";
+    // kubelet gone, its socket too (a node booting, kubelet restarting): the
+    // loop waits for the socket without spinning (it woke every 1 ms).
+    kubelet.stop();
+    std::filesystem::remove(dir + "/kubelet.sock");
+    std::this_thread::sleep_for(300ms);
+    const uint64_t passes = plugin.stats().wakeups.load();
+    std::this_thread::sleep_for(1s);
+    EXPECT_LE(plugin.stats().wakeups.load() - passes, 10u) << "one pass per 200 ms re-check, and per directory change";
     runner.request_stop();
     runner.join();
   }

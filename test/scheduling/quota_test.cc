@@ -75,9 +75,57 @@ TEST(QuotaAdmits, NamesTheObjectTheKeyUsedAskedAndHard) {
 }
 
 TEST(QuotaAdmits, ALoweredQuotaKeepsWhatRunsAndRefusesWhatIsNew) {
-  const std::vector<QuotaLimit> limits{{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 1, ""}};
-  // Already above hard (the quota was lowered): a new card is refused ...
-  EXPECT_FALSE(quota_admits("ns", limits, QuotaUse{3, 0, 0}, QuotaUse{1, 0, 0}).ok());
+  Ledger l;
+  l.upsert_node(fracpack::testing::node("n1", 4));
+  auto card = [](int index) {
+    Allocation a;
+    a.node = "n1";
+    a.containers.push_back(ContainerAllocation{"main", false, {CardShare{index, "", 1024, 100}}});
+    return a;
+  };
+  for (int i = 0; i < 3; ++i) l.confirm(PodFacts{"u" + std::to_string(i), "ns/p" + std::to_string(i), 0, 0}, card(i));
+  // The quota lowered below what runs: the running pods stay (and a record
+  // read back again is still followed) ...
+  l.set_quota("ns", {{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 1, ""}});
+  EXPECT_EQ(l.namespace_use("ns").cards, 3);
+  EXPECT_EQ(l.confirm(PodFacts{"u0", "ns/p0", 0, 0}, card(0)), 0);
+  EXPECT_NE(l.pod("u0"), nullptr);
+  // ... a new card is refused, and a pod asking none is not.
+  auto refused = l.assume(PodFacts{"u3", "ns/p3", 0, 0}, card(3), Clock::time_point::max());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "exceeds ResourceQuota ns/q limits.fracpack.io/gpu: used 3 cards, asked 1 card, hard 1 card");
+  Allocation none;
+  none.node = "n1";
+  EXPECT_TRUE(l.assume(PodFacts{"u4", "ns/p4", 100, 100}, none, Clock::time_point::max()).ok());
+}
+
+// A pod without cards keeps its CPU and memory reservation in a namespace
+// whose quota cannot be read; a GPU pod does not get one.
+TEST(QuotaAdmits, AMalformedLimitRefusesCardsButNotAPodWithout) {
+  Ledger l;
+  l.upsert_node(fracpack::testing::node("n1", 1));
+  l.set_quota("ns", {{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 0, "\"x\" is not a valid quantity"}});
+  Allocation none;
+  none.node = "n1";
+  EXPECT_TRUE(l.assume(PodFacts{"cpu", "ns/cpu", 100, 100}, none, Clock::time_point::max()).ok());
+  Allocation gpu = none;
+  gpu.containers.push_back(ContainerAllocation{"main", false, {CardShare{0, "", 1024, 100}}});
+  EXPECT_FALSE(l.assume(PodFacts{"gpu", "ns/gpu", 0, 0}, gpu, Clock::time_point::max()).ok());
+}
+
+// A pod judged again while its own reservation is held (its bind's outcome
+// unknown) is not counted twice against its namespace.
+TEST(QuotaAdmits, APodsOwnReservationIsNotCountedTwice) {
+  Ledger l;
+  l.upsert_node(fracpack::testing::node("n1", 2));
+  l.set_quota("ns", {{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 1, ""}});
+  Allocation a;
+  a.node = "n1";
+  a.containers.push_back(ContainerAllocation{"main", false, {CardShare{0, "", 1024, 100}}});
+  ASSERT_TRUE(l.assume(PodFacts{"u", "ns/p", 0, 0}, a, Clock::time_point::max()).ok());
+  EXPECT_FALSE(l.quota_admits("ns", QuotaUse{1, 0, 0}).ok());
+  EXPECT_TRUE(l.quota_admits("ns", QuotaUse{1, 0, 0}, "u").ok());
+  EXPECT_FALSE(l.quota_admits("ns", QuotaUse{1, 0, 0}, "someone-else").ok());
 }
 
 TEST(QuotaAdmits, AMalformedKeyRefusesEveryNewPlacementAndSaysWhy) {

@@ -35,6 +35,9 @@ std::set<std::string> exported_metrics(const std::string& exposition) {
 TEST(Grafana, EveryDashboardMetricIsExported) {
   Connected c;
   c.api->create("nodes", node_object("n1", 2));
+  // A quota with a limit and a malformed one: the fracpack_quota_* families have samples.
+  c.api->create("resourcequotas", resource_quota("default", "gpu", {{"limits.fracpack.io/gpu", "8"}}));
+  c.api->create("resourcequotas", resource_quota("other", "broken", {{"limits.fracpack.io/gpu", "x"}}));
   c.start();
   // Every verb once, a failing bind too, so that labelled families have samples.
   const std::string pod = gpu_pod("p", "u-p", 50);

@@ -65,7 +65,7 @@ TEST(ExtenderFilter, APodPastItsNamespacesQuotaFailsEveryNodeWithTheQuotaNamed) 
     EXPECT_TRUE(f->nodes.empty());
     ASSERT_EQ(f->failed.size(), 3u);
     for (const auto& [node, why] : f->failed) {
-      EXPECT_EQ(why, "pod team-a/p: exceeds ResourceQuota team-a/gpu-quota limits.fracpack.io/gpu: used 1 cards, asked 2 cards, hard 2 cards")
+      EXPECT_EQ(why, "pod team-a/p: exceeds ResourceQuota team-a/gpu-quota limits.fracpack.io/gpu: used 1 card, asked 2 cards, hard 2 cards")
           << node;
     }
   }
@@ -313,6 +313,32 @@ TEST(ExtenderPreempt, ChoosesTheFewestLowestPriorityVictimsThatFreeACard) {
   r = s.driver().preempt(0, gpu_pod("vip3", "u-vip3", 0, 0, 1, {}, 1000), candidates);
   ASSERT_TRUE(r) << r.message();
   EXPECT_EQ(r->at("solo").size(), 3u);
+}
+
+// A namespace over its GPU quota gets no victims from other namespaces
+// (they would be evicted for nothing: its bind is refused anyway); victims
+// of its own namespace that free enough of its quota are offered.
+TEST(ExtenderPreempt, NoVictimsForAPodItsNamespacesQuotaRefuses) {
+  std::vector<std::string> objects = {node_object("solo", 1), resource_quota("team", "gpu", {{"limits.fracpack.io/gpu-cores", "50"}})};
+  objects.push_back(bound_on_card0("other-team", 60, 1, "solo"));
+  objects.push_back(in_namespace(bound_on_card0("own", 40, 1, "solo"), "team"));
+  Standalone s(objects);
+  const std::map<std::string, std::vector<std::string>> none = {{"solo", {}}};
+  // 40 percent: the card is short (100 held) and so is the quota (40 of 50
+  // used): evicting the other team's pod frees the card but not the quota.
+  auto r = s.driver().preempt(0, in_namespace(gpu_pod("vip", "u-vip", 40, 0, 1, {}, 1000), "team"), none);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r->count("solo"), 0u) << "no victims: the pod's namespace is over its quota either way";
+  // Proposed victims including the team's own pod: it frees 40 of the quota.
+  const std::map<std::string, std::vector<std::string>> own = {{"solo", {"u-own"}}};
+  r = s.driver().preempt(0, in_namespace(gpu_pod("vip2", "u-vip2", 40, 0, 1, {}, 1000), "team"), own);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->count("solo"), 1u);
+  EXPECT_EQ(r->at("solo"), std::vector<std::string>{"u-own"});
+  // Without the quota the other team's pod would be chosen.
+  r = s.driver().preempt(0, in_namespace(gpu_pod("vip3", "u-vip3", 40, 0, 1, {}, 1000), "elsewhere"), none);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->count("solo"), 1u);
 }
 
 // Found against real kube-scheduler calls (issue 31): the contract's
