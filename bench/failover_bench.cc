@@ -1,6 +1,9 @@
 // The long failover soak: bench/failover_bench [--operations N] [--failovers N]
 // [--seed S] [--kill 0|1] [--cut-permille N] [--nodes N] [--slow-permille N --slow-ms N]
-// [--binds-in-flight N] [--pause-us N] [--handover 0|1] [--fence-read consistent|resourceVersion]. Two fracpack processes on the test API server;
+// [--binds-in-flight N] [--pause-us N] [--handover 0|1] [--fence-read consistent|resourceVersion|marker]
+// [--quota-namespaces N] [--quota-sample-every N]. With --quota-namespaces,
+// pods spread over N namespaces with GPU ResourceQuotas, and a table of each
+// limit's use by the annotations (the most seen at any sample) against hard. Two fracpack processes on the test API server;
 // prints the over-committed cards (by the annotations: what a device plugin
 // would hand out), bind latency and the API requests per bind. See
 // test/support/failover.h. FRACPACK_TEST_BINARY runs another fracpack build.
@@ -28,15 +31,19 @@ int main(int argc, char** argv) {
     else if (flag == "--pause-us") o.pause = std::chrono::microseconds(std::atoi(v));
     else if (flag == "--handover") o.lease_handover = std::atoi(v) != 0;
     else if (flag == "--fence-read") o.bind_fence_read = v;
+    else if (flag == "--quota-namespaces") o.quota_namespaces = std::atoi(v);
+    else if (flag == "--quota-sample-every") o.quota_sample_every = std::strtoull(v, nullptr, 10);
     else {
       std::fprintf(stderr,
                    "usage: failover_bench [--operations N] [--failovers N] [--seed S] [--kill 0|1] [--cut-permille N] [--nodes N] "
-                   "[--slow-permille N --slow-ms N] [--binds-in-flight N] [--pause-us N] [--handover 0|1] [--fence-read consistent|resourceVersion]\n");
+                   "[--slow-permille N --slow-ms N] [--binds-in-flight N] [--pause-us N] [--handover 0|1] [--fence-read consistent|resourceVersion|marker] "
+                   "[--quota-namespaces N] [--quota-sample-every N]\n");
       return 2;
     }
   }
   const auto r = fracpack::testing::run_failover(o);
   std::printf("%s\n", r.summary().c_str());
+  if (o.quota_namespaces > 0) std::printf("%s", r.quota_table().c_str());
   for (const auto& s : r.samples) std::printf("  %s\n", s.c_str());
-  return r.overcommitted_at_end == 0 && r.overcommitted_max == 0 ? 0 : 1;
+  return r.overcommitted_at_end == 0 && r.overcommitted_max == 0 && r.over_quota_max == 0 && r.over_quota_at_end == 0 ? 0 : 1;
 }

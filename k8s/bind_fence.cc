@@ -169,13 +169,24 @@ Result<std::vector<Pod>> BindFence::node_pods(ApiClient& client, const std::stri
                                               Clock::time_point deadline) {
   std::string selector = "spec.nodeName=" + node;
   if (!field_selector_.empty()) selector += "," + field_selector_;
+  return fresh_pods(client, "/api/v1/pods?fieldSelector=" + url_encode(selector), "the pods of node " + node, arrived, deadline);
+}
+
+Result<std::vector<Pod>> BindFence::namespace_pods(ApiClient& client, const std::string& namespace_name, Clock::time_point arrived,
+                                                   Clock::time_point deadline) {
+  std::string target = "/api/v1/namespaces/" + url_encode(namespace_name) + "/pods";
+  if (!field_selector_.empty()) target += "?fieldSelector=" + url_encode(field_selector_);
+  return fresh_pods(client, target, "the pods of namespace " + namespace_name, arrived, deadline);
+}
+
+Result<std::vector<Pod>> BindFence::fresh_pods(ApiClient& client, std::string target, const std::string& what, Clock::time_point arrived,
+                                               Clock::time_point deadline) {
   // No limit: without a resourceVersion a consistent read; with one, "not
   // older than" it; either way the whole answer at once (§4.2).
-  std::string target = "/api/v1/pods?fieldSelector=" + url_encode(selector);
   if (const Read read = effective_read(client, deadline); read == Read::kResourceVersion || read == Read::kMarker) {
     auto version = current_version(client, read, arrived, deadline);
     if (!version) return version.error();
-    if (!version->empty()) target += "&resourceVersion=" + url_encode(*version);
+    if (!version->empty()) target += std::string(target.find('?') == std::string::npos ? "?" : "&") + "resourceVersion=" + url_encode(*version);
   }
   for (;;) {
     const auto timeout = time_left(deadline, client.config().request_timeout);
@@ -188,7 +199,7 @@ Result<std::vector<Pod>> BindFence::node_pods(ApiClient& client, const std::stri
     if (!r) {
       std::lock_guard lock(mu_);
       ++stats_.failures;
-      return Error{"reading the pods of node " + node + ": " + r.message()};
+      return Error{"reading " + what + ": " + r.message()};
     }
     if (r->status == 504 && r->body.find("Too large resource version") != std::string::npos) {
       // The API server's cache has not reached that version yet: it asks
@@ -201,19 +212,19 @@ Result<std::vector<Pod>> BindFence::node_pods(ApiClient& client, const std::stri
     if (r->status != 200) {
       std::lock_guard lock(mu_);
       ++stats_.failures;
-      return Error{"reading the pods of node " + node + ": " + api_error_message(*r)};
+      return Error{"reading " + what + ": " + api_error_message(*r)};
     }
     auto list = parse_list(r->body, selection_);
     if (!list) {
       std::lock_guard lock(mu_);
       ++stats_.failures;
-      return Error{"reading the pods of node " + node + ": " + list.message()};
+      return Error{"reading " + what + ": " + list.message()};
     }
     return std::move(list->pods);
   }
   std::lock_guard lock(mu_);
   ++stats_.failures;
-  return Error{"the bind's deadline passed before the pods of node " + node + " could be read"};
+  return Error{"the bind's deadline passed before " + what + " could be read"};
 }
 
 }  // namespace fracpack::k8s

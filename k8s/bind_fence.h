@@ -38,6 +38,12 @@
 //      cluster a bind waits (3 s blocks, 504 "Too large resource version")
 //      past its deadline. Kept for clusters whose pods never rest.
 //
+// A pod whose namespace has a GPU quota (scheduling/quota.h) has its
+// namespace's pods read too, the same way: another writer's binds on other
+// nodes count against the quota as well (found by the failover soak with
+// quotas: after a failover the new leader, its watch behind, let a namespace
+// hold 5 cards of 4).
+//
 // Reservations::recheck (k8s/reservations.h) then applies the bound pods the ledger lacks, as
 // their watch events would, and re-checks the bind's reservation beside
 // them. Only resourceVersion strings the server gave are sent back; none is
@@ -92,11 +98,17 @@ class BindFence {
   // client (a bind worker's); gives up at `deadline`.
   Result<std::vector<Pod>> node_pods(ApiClient& client, const std::string& node, Clock::time_point arrived,
                                      Clock::time_point deadline);
+  // The pods of `namespace_name` as the API server has them, read the same
+  // way (the same resourceVersion where one is read): for a pod whose
+  // namespace has a GPU quota, another writer's binds on other nodes count
+  // against it too.
+  Result<std::vector<Pod>> namespace_pods(ApiClient& client, const std::string& namespace_name, Clock::time_point arrived,
+                                          Clock::time_point deadline);
 
   struct Stats {
     uint64_t version_reads = 0;  // kResourceVersion / kMarker: reads (writes) of a current resourceVersion
     uint64_t shared = 0;         // fences served by a read another bind started
-    uint64_t node_reads = 0;
+    uint64_t node_reads = 0;      // reads of pods: a node's, or a namespace's
     uint64_t failures = 0;
     uint64_t marker_fallbacks = 0;  // kMarker binds read consistently (marker pod missing or forbidden)
   };
@@ -107,6 +119,9 @@ class BindFence {
  private:
   // A resourceVersion read (kResourceVersion) or written (kMarker) after
   // `arrived`; an empty string: the marker is unusable, read consistently.
+  // GET `target` (a pod list) no older than `arrived`; `what` names it in errors.
+  Result<std::vector<Pod>> fresh_pods(ApiClient& client, std::string target, const std::string& what, Clock::time_point arrived,
+                                      Clock::time_point deadline);
   Result<std::string> current_version(ApiClient& client, Read read, Clock::time_point arrived, Clock::time_point deadline);
   Result<std::string> read_version(ApiClient& client, std::chrono::milliseconds timeout);
   Result<std::string> write_marker(ApiClient& client, std::chrono::milliseconds timeout);

@@ -1,5 +1,7 @@
 #include "k8s/reservations.h"
 
+#include <unordered_set>
+
 #include "k8s/cluster_state.h"
 
 namespace fracpack::k8s {
@@ -20,33 +22,41 @@ Result<Allocation> Reservations::reserve(const PodFacts& pod, const Chooser& cho
 }
 
 Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, const std::vector<Pod>& fresh, const std::string& uid,
-                                                      const Chooser& choose) {
+                                                      const Chooser& choose, const std::vector<Pod>& in_namespace) {
   std::unique_lock lock(store_.mu_);
   scheduling::Ledger& ledger = store_.builder_.ledger();
-  // What the API server has bound here that the ledger does not hold as
-  // bound: unknown pods, and pods held only by a reservation (this replica's
-  // bind whose Binding landed — or lost to another writer's, whose record
-  // is the one that counts).
+  // What the API server has bound that the ledger does not hold as bound:
+  // unknown pods, and pods held only by a reservation (this replica's bind
+  // whose Binding landed — or lost to another writer's, whose record is the
+  // one that counts). On the node, for its cards; in the namespace, on any
+  // node, for its quota.
   std::vector<const Pod*> missing;
+  size_t missing_here = 0;          // of `missing`: on the bind's node
   const Pod* mine_bound = nullptr;  // this very pod, already bound here
   size_t unknown = 0;               // of `missing`: pods the ledger held nothing for, or other cards
-  for (const Pod& p : fresh) {
-    if (p.meta.uid.empty() || p.node_name != node || p.terminal()) continue;
+  std::unordered_set<std::string_view> seen;
+  auto consider = [&](const Pod& p) {
+    if (p.meta.uid.empty() || p.node_name.empty() || p.terminal() || !seen.insert(p.meta.uid).second) return;
     const scheduling::PodRecord* r = ledger.pod(p.meta.uid);
-    if (r != nullptr && r->node == node && r->phase == scheduling::PodPhase::kConfirmed) continue;
-    if (store_.deleted_.contains(p.meta.uid)) continue;  // the read predates a deletion the watch applied
+    if (r != nullptr && r->node == p.node_name && r->phase == scheduling::PodPhase::kConfirmed) return;
+    if (store_.deleted_.contains(p.meta.uid)) return;  // the read predates a deletion the watch applied
     if (p.meta.uid == uid) {
-      mine_bound = &p;
-      continue;
+      if (p.node_name == node) mine_bound = &p;
+      return;
     }
     missing.push_back(&p);
-    const scheduling::NodeState* here_now = ledger.node(node);
-    const RecordedAllocation rec = store_.contract_->recorded_allocation(p, here_now != nullptr ? &here_now->spec() : nullptr);
-    if (r == nullptr || r->node != node || rec.kind != RecordedAllocation::Kind::kAllocation ||
+    if (p.node_name == node) ++missing_here;
+    const scheduling::NodeState* there = ledger.node(p.node_name);
+    const RecordedAllocation rec = store_.contract_->recorded_allocation(p, there != nullptr ? &there->spec() : nullptr);
+    if (r == nullptr || r->node != p.node_name || rec.kind != RecordedAllocation::Kind::kAllocation ||
         scheduling::charges_of(rec.allocation) != r->charges) {
       ++unknown;
     }
+  };
+  for (const Pod& p : fresh) {
+    if (p.node_name == node) consider(p);
   }
+  for (const Pod& p : in_namespace) consider(p);
   auto apply_missing = [&] {
     for (const Pod* p : missing) store_.apply_pod_locked(*p);
     store_.counters_.fence_caught_up += unknown;
@@ -75,7 +85,12 @@ Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, c
     }
     return false;
   };
-  if (missing.empty() && !holds_overcommitted()) return Rechecked{mine->allocation, 0, false};
+  // Nor its namespace past its GPU quota (what other binds' fences or the
+  // watch applied since is counted, as confirm() records bound pods).
+  const std::string ns(scheduling::namespace_of_key(mine->key));
+  auto namespace_over_quota = [&] { return !ledger.quota_admits(ns, mine->quota, uid).ok(); };
+  const bool cards_short = missing_here > 0 || holds_overcommitted();
+  if (missing.empty() && !cards_short && !namespace_over_quota()) return Rechecked{mine->allocation, 0, false};
   // Judge the reservation beside the pods the watch has not delivered, and
   // beside what other binds' fences applied since it was made (confirm()
   // records a bound pod even where it over-commits a reservation): lift it,
@@ -95,6 +110,10 @@ Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, c
   }
   if (!chosen) {
     accepted_at_.erase(uid);
+    if (!cards_short) {
+      return Error{"namespace " + ns + " holds pods bound by another scheduler " +
+                   (missing.empty() ? "since this bind reserved" : "that fracpack's watch had not delivered yet") + ": " + chosen.message()};
+    }
     return Error{"node " + node + " holds pods bound by another scheduler that fracpack's watch had not delivered yet: " + chosen.message()};
   }
   return Rechecked{std::move(*chosen), missing.size(), true};

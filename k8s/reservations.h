@@ -74,13 +74,17 @@ class Reservations {
   // has not delivered) are applied as their watch events would be — except
   // pods the informer has already seen deleted — and the reservation of
   // `uid` is judged beside them: kept when it still fits, otherwise chosen
-  // again with `choose`, or released (the error says why).
+  // again with `choose`, or released (the error says why). `in_namespace`:
+  // the pods of its namespace, read the same way where the namespace has a
+  // GPU quota; those bound on any node are applied too, and the reservation
+  // is released when they leave no room in the quota.
   struct Rechecked {
     scheduling::Allocation allocation;  // what `uid` holds now
     size_t applied = 0;                 // pods the watch had not delivered yet
     bool moved = false;                 // the reservation moved to other cards
   };
-  Result<Rechecked> recheck(const std::string& node, const std::vector<Pod>& fresh, const std::string& uid, const Chooser& choose);
+  Result<Rechecked> recheck(const std::string& node, const std::vector<Pod>& fresh, const std::string& uid, const Chooser& choose,
+                            const std::vector<Pod>& in_namespace = {});
 
   // What became of a reserved pod's Binding, as the bind service or the
   // reconciler learned it from the API server.

@@ -37,8 +37,9 @@ class BindService::BindInFlight final : public Binder::Listener {
         per_node_(per_node),
         reply_(std::move(reply)) {}
 
-  Status recheck(const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* moved) override {
-    return service_.recheck(pod_, placement_.request, who_, fresh, target, moved);
+  Status recheck(const std::vector<k8s::Pod>& fresh, const std::vector<k8s::Pod>& in_namespace, k8s::BindTarget& target,
+                 bool* moved) override {
+    return service_.recheck(pod_, placement_.request, who_, fresh, in_namespace, target, moved);
   }
   void finished(Binder::Outcome outcome, const k8s::BindTarget& written) override {
     service_.uncount_in_flight(written.uid, written.node, per_node_);
@@ -114,6 +115,9 @@ void BindService::bind(const std::string& body, Reply reply, std::chrono::steady
   // bound on the node (another writer's binds the watch has not
   // delivered): the reservation is checked beside it, moved or refused.
   job.fenced = placement.gpu;
+  // Its namespace's too where it has a GPU quota: another writer's binds
+  // on other nodes count against it.
+  if (placement.gpu && placement.quota) job.fence_namespace = pod->meta.namespace_name;
   if (placement.gpu) write_record(*pod, placement.allocation, job.target);
   // A bind whose outcome was unknown is settled by a read of the pod as
   // soon as the binder can make one, not left to the reservation's TTL.
@@ -128,9 +132,10 @@ void BindService::bind(const std::string& body, Reply reply, std::chrono::steady
 }
 
 Status BindService::recheck(const k8s::Pod& pod, const scheduling::PodRequest& req, const std::string& who,
-                            const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* moved) {
+                            const std::vector<k8s::Pod>& fresh, const std::vector<k8s::Pod>& in_namespace, k8s::BindTarget& target,
+                            bool* moved) {
   auto rechecked = state_.reservations().recheck(target.node, fresh, pod.meta.uid,
-                                                 [&](const Ledger& l) { return choose_cards(req, l, target.node, who, nullptr); });
+                                                 [&](const Ledger& l) { return choose_cards(req, l, target.node, who, nullptr); }, in_namespace);
   if (!rechecked) return Error{rechecked.message()};
   *moved = rechecked->moved;
   write_record(pod, rechecked->allocation, target);
@@ -224,6 +229,7 @@ BindService::Placement BindService::place(const k8s::Pod& pod, const std::string
   out.request = *req;
   // A retried bind (its answer was lost): the reservation is already there.
   const bool retry = state_.read([&](const Ledger& l) {
+    out.quota = l.quota(pod.meta.namespace_name) != nullptr;
     const scheduling::PodRecord* r = l.pod(pod.meta.uid);
     if (r == nullptr || r->node != node) return false;
     out.allocation = r->allocation;

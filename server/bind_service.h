@@ -85,6 +85,7 @@ class BindService {
     std::string reason;             // why these cards, for the placement log line
     bool reserved = false;          // this bind reserved (a retried one did not)
     bool gpu = false;               // cards to write (and fence)
+    bool quota = false;             // its namespace has a GPU quota: the fence reads the namespace too
     scheduling::PodRequest request;
     scheduling::Allocation allocation;
   };
@@ -95,7 +96,7 @@ class BindService {
   void write_record(const k8s::Pod& pod, const scheduling::Allocation& allocation, k8s::BindTarget& target) const;
   // The fence's recheck of the reservation (Binder::Listener::recheck).
   Status recheck(const k8s::Pod& pod, const scheduling::PodRequest& req, const std::string& who,
-                 const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* moved);
+                 const std::vector<k8s::Pod>& fresh, const std::vector<k8s::Pod>& in_namespace, k8s::BindTarget& target, bool* moved);
   void finish(Binder::Outcome o, const k8s::BindTarget& written, const std::string& who, bool reserved, const std::string& reason,
               const Reply& reply);
   // Where a bind whose outcome was unknown turned out to stand.

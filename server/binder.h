@@ -42,6 +42,9 @@ class Binder {
     // (Listener::recheck) before the Binding is posted; under a contract
     // with a node lock (Contract::node_lock) the lock is taken first.
     bool fenced = false;
+    // Non-empty (a fenced bind whose namespace has a GPU quota): the
+    // namespace's pods are read as well, and rechecked against the quota.
+    std::string fence_namespace;
     // A bind that reserved: after an unknown outcome the binder reads the pod
     // until it can tell where it stands (Listener::settled), so the
     // reservation is settled at once, not left to its TTL.
@@ -54,10 +57,12 @@ class Binder {
    public:
     virtual ~Listener() = default;
     // After the bind fence (k8s/bind_fence.h): `fresh` are the pods the API
-    // server has bound on the target node now. Rewrites the target's record
-    // if the reservation had to move (and says so in `moved`), or says why
-    // the bind is refused.
-    virtual Status recheck(const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* moved) = 0;
+    // server has bound on the target node now, `in_namespace` the pods of
+    // Job::fence_namespace (empty when none was read). Rewrites the target's
+    // record if the reservation had to move (and says so in `moved`), or
+    // says why the bind is refused.
+    virtual Status recheck(const std::vector<k8s::Pod>& fresh, const std::vector<k8s::Pod>& in_namespace, k8s::BindTarget& target,
+                           bool* moved) = 0;
     // What became of the bind, once: `written` is the target as posted.
     virtual void finished(Outcome outcome, const k8s::BindTarget& written) = 0;
     // Only after an unknown outcome of a Job with settle_unknown, after

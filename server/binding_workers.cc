@@ -89,6 +89,11 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job,
   if (job.fenced && fence_ != nullptr) {
     const auto started = Clock::now();
     auto fresh = fence_->node_pods(client, t.node, job.arrived, job.deadline);
+    Result<std::vector<k8s::Pod>> in_namespace = std::vector<k8s::Pod>{};
+    if (fresh && !job.fence_namespace.empty()) {
+      in_namespace = fence_->namespace_pods(client, job.fence_namespace, job.arrived, job.deadline);
+      if (!in_namespace) fresh = Error{in_namespace.message() + ", for its GPU quota"};
+    }
     metrics_.bind_fence(std::chrono::duration<double>(Clock::now() - started).count(), fresh.ok());
     if (!fresh && Clock::now() >= job.deadline) return too_late(t, "while reading the node's pods from the API server (" + fresh.message() + ")");
     if (!fresh) {
@@ -96,7 +101,7 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job,
                            ": fracpack could not confirm that its ledger holds every pod the API server has bound there (" +
                            fresh.message() + "); kube-scheduler will retry it"}};
     }
-    if (Status s = listener.recheck(*fresh, job.target, &out.moved); !s.ok()) {
+    if (Status s = listener.recheck(*fresh, *in_namespace, job.target, &out.moved); !s.ok()) {
       return Outcome{Error{"pod " + who + " was not bound to " + t.node + ": " + s.message()}};
     }
   }

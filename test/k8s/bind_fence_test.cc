@@ -87,6 +87,30 @@ TEST_F(BindFenceTest, ReadsTheNodesLivePodsEachWay) {
 // progress but pod writes, so a read at the current (global) resourceVersion
 // waits for the next pod write; in a quiet cluster every bind timed out.
 // A write to the marker is a pod write: the read after it is served at once.
+// For a namespace with a GPU quota: the namespace's live pods on every
+// node, read as the node's are, and one marker write serves both reads of
+// a bind.
+TEST_F(BindFenceTest, ReadsANamespacesLivePodsAtTheVersionOfTheNodesRead) {
+  server_.create("pods", pod_object(PodSpec("t1", "team", "n2", "Running", half_card(), {}, "u-t1")));
+  server_.create("pods", pod_object(PodSpec("t2", "team", "", "Pending", half_card(), {}, "u-t2")));
+  server_.create("pods", pod_object(PodSpec("t3", "team", "n1", "Failed", half_card(), {}, "u-t3")));
+  k8s::ApiClient client(client_for(server_));
+  const auto now = k8s::BindFence::Clock::now();
+  ASSERT_TRUE(marked_.node_pods(client, "n1", now, now + 5s).ok());
+  auto pods = marked_.namespace_pods(client, "team", now, now + 5s);
+  ASSERT_TRUE(pods.ok()) << pods.message();
+  std::vector<std::string> names;
+  for (const auto& p : *pods) names.push_back(p.meta.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"t1", "t2"})) << "live pods only, of that namespace";
+  const auto log = server_.request_log();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0], "PATCH /api/v1/namespaces/fracpack-system/pods/fracpack-bind-fence");
+  EXPECT_EQ(log[2], "GET /api/v1/namespaces/team/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&resourceVersion=" +
+                        marker_version(server_));
+  EXPECT_EQ(marked_.stats().version_reads, 1u);
+  EXPECT_EQ(marked_.stats().shared, 1u);
+}
+
 TEST(BindFenceQuietCluster, TheMarkersWriteLetsTheCacheServeWhereTheVersionWaits) {
   FakeApiServerOptions o;
   o.minor_version = "20";

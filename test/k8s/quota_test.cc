@@ -175,5 +175,74 @@ TEST(QuotaState, AReservationPastTheQuotaIsRefusedAtomically) {
   EXPECT_TRUE(state.reservations().reserve({"u2", "team/p2", 0, 0}, half(2), scheduling::Clock::now()).ok());
 }
 
+
+// The bind fence with a namespace's pods (k8s/reservations.h recheck,
+// `in_namespace`): another writer's bind on another node, not yet
+// delivered by the watch, counts against the quota. Found by the failover
+// soak with quotas (test/server/failover_test.cc): the new leader let a
+// namespace hold 5 cards of 4.
+k8s::Pod bound_in(const std::string& ns, const std::string& name, const std::string& node, int card) {
+  return decoded_pod(pod_object(PodSpec(name, ns, node, "Running", half_card(),
+                                        {{"fracpack.io/allocation", allocation_annotation(node, {{card, 50}}, 8192)}}, "u-" + name)));
+}
+
+Result<k8s::Reservations::Rechecked> reserve_half_and_recheck(k8s::ClusterState& state, const std::vector<k8s::Pod>& in_namespace) {
+  const scheduling::Allocation half{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
+  if (auto r = state.reservations().reserve({"u1", "team/p1", 0, 0}, fixed_choice(half), scheduling::Clock::now()); !r) return r.error();
+  return state.reservations().recheck("n1", {}, "u1", fixed_choice(half), in_namespace);
+}
+
+TEST(QuotaFence, AnotherWritersBindOnAnotherNodeThatTheWatchLacksCountsAgainstTheQuota) {
+  k8s::ClusterState state(k8s::SyncOptions{});
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_node(decoded_node("n2", 2));
+  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "1"}}));
+  auto r = reserve_half_and_recheck(state, {bound_in("team", "other", "n2", 0)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(),
+            "namespace team holds pods bound by another scheduler that fracpack's watch had not delivered yet: exceeds ResourceQuota "
+            "team/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card");
+  state.read([](const scheduling::Ledger& l) {
+    EXPECT_EQ(l.pod("u1"), nullptr) << "the reservation is released";
+    EXPECT_EQ(l.pod("u-other")->phase, scheduling::PodPhase::kConfirmed);
+    EXPECT_EQ(l.pod("u-other")->node, "n2");
+    EXPECT_EQ(l.namespace_use("team").cards, 1);
+    EXPECT_TRUE(l.check_invariants().ok());
+    return 0;
+  });
+  EXPECT_EQ(state.counters().fence_caught_up, 1u);
+}
+
+TEST(QuotaFence, KeepsTheReservationWhenTheQuotaHoldsBoth) {
+  k8s::ClusterState state(k8s::SyncOptions{});
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_node(decoded_node("n2", 2));
+  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "2"}}));
+  auto r = reserve_half_and_recheck(state, {bound_in("team", "other", "n2", 0)});
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->applied, 1u);
+  EXPECT_FALSE(r->moved);
+  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.namespace_use("team").cards; }), 2);
+}
+
+// The watch delivered another writer's pod after this bind reserved
+// (confirm records a bound pod even past the quota): the fence's recheck
+// finds the namespace over its quota with nothing missing, and refuses.
+TEST(QuotaFence, ANamespacePutOverItsQuotaSinceTheReservationRefusesTheBind) {
+  k8s::ClusterState state(k8s::SyncOptions{});
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_node(decoded_node("n2", 2));
+  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "1"}}));
+  const scheduling::Allocation half{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
+  ASSERT_TRUE(state.reservations().reserve({"u1", "team/p1", 0, 0}, fixed_choice(half), scheduling::Clock::now()).ok());
+  state.apply_pod(bound_in("team", "other", "n2", 0));
+  auto r = state.reservations().recheck("n1", {}, "u1", fixed_choice(half), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(),
+            "namespace team holds pods bound by another scheduler since this bind reserved: exceeds ResourceQuota team/gpu "
+            "limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card");
+  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.pod("u1"); }), nullptr);
+}
+
 }  // namespace
 }  // namespace fracpack::testing

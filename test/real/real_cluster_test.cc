@@ -257,6 +257,27 @@ TEST_F(Real, B2_ANamespacesGpuQuotaIsAcceptedByKubernetesAndEnforcedByFracpack) 
   EXPECT_NE(why.find("exceeds ResourceQuota default/gpu-quota limits.fracpack.io/gpu-memory"), std::string::npos) << why;
   EXPECT_NE(why.find("asked 1024 MiB, hard 1 MiB"), std::string::npos) << why;
   EXPECT_EQ(phase_of("default", "over-quota"), "Pending");
+  // A raised quota takes effect at the next filter (a node's label change
+  // has kube-scheduler try its unschedulable pods again at once), and the
+  // bind, its namespace having a quota, reads the namespace's pods from
+  // kube-apiserver too (the quota's fence) before the Binding.
+  const std::string raise = json{{"spec", {{"hard", {{"limits.fracpack.io/gpu-memory", "65536"}}}}}}.dump();
+  auto raised = cluster().request("PATCH", "/api/v1/namespaces/default/resourcequotas/gpu-quota", raise, RealCluster::As::kAdmin,
+                                  "application/merge-patch+json");
+  ASSERT_TRUE(raised && raised->status == 200) << (raised ? raised->body : raised.message());
+  auto memory_hard_raised = [&] {
+    std::istringstream metrics(cluster().fracpack_metrics());
+    for (std::string line; std::getline(metrics, line);) {
+      if (line.starts_with("fracpack_quota_hard{") && line.find("limits.fracpack.io/gpu-memory") != std::string::npos && line.ends_with(" 65536")) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(RealCluster::wait_for(memory_hard_raised, 30s)) << cluster().fracpack_metrics();
+  const std::string nudge = json{{"metadata", {{"labels", {{"fracpack-test/nudge", "quota-raised"}}}}}}.dump();
+  (void)cluster().request("PATCH", "/api/v1/nodes/localhost", nudge, RealCluster::As::kAdmin, "application/merge-patch+json");
+  ASSERT_TRUE(wait_phase("default", "over-quota", "Running", 90s)) << unschedulable_message("default", "over-quota");
   (void)cluster().request("DELETE", "/api/v1/namespaces/default/pods/over-quota");
   (void)cluster().request("DELETE", "/api/v1/namespaces/default/resourcequotas/gpu-quota");
   ASSERT_TRUE(RealCluster::wait_for([&] { return cluster().fracpack_metrics().find("fracpack_quota_hard{namespace=\"default\"") == std::string::npos; }, 30s));

@@ -33,7 +33,8 @@ class RecordingListener final : public Binder::Listener {
   k8s::BindTarget written;
   k8s::Presence presence = k8s::Presence::kUnknown;
 
-  Status recheck(const std::vector<k8s::Pod>& fresh, k8s::BindTarget& target, bool* moved) override {
+  Status recheck(const std::vector<k8s::Pod>& fresh, const std::vector<k8s::Pod>& /*in_namespace*/, k8s::BindTarget& target,
+                 bool* moved) override {
     std::lock_guard lock(mu_);
     calls.push_back("recheck");
     for (const auto& p : fresh) fresh_uids.push_back(p.meta.uid);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduling/model.h"
+#include "scheduling/quota.h"
 #include "test/support/server_fixture.h"
 #include "test/support/soak_profile.h"
 
@@ -22,6 +23,33 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr int64_t kCardMiB = 16384;
+
+// The ResourceQuotas of namespace team-<i>: one of four shapes, so every
+// key is exercised alone and two objects hold at once. Tighter than the
+// cluster (16 nodes x 4 cards: ten namespaces may hold about 27 cards'
+// worth), so quota, not capacity, is what mostly refuses.
+struct QuotaObject {
+  std::string name;
+  std::map<std::string, std::string> hard;
+};
+std::vector<QuotaObject> quota_objects(int i) {
+  switch (i % 4) {
+    case 0: return {{"gpu-cards", {{"limits.fracpack.io/gpu", "3"}}}};
+    case 1: return {{"gpu-memory", {{"limits.fracpack.io/gpu-memory", "32768"}}}};
+    case 2: return {{"gpu-cores", {{"limits.fracpack.io/gpu-cores", "250"}}}};
+    default:
+      return {{"gpu-cards", {{"limits.fracpack.io/gpu", "4"}}},
+              {"gpu-share", {{"limits.fracpack.io/gpu-memory", "49152"}, {"limits.fracpack.io/gpu-cores", "300"}}}};
+  }
+}
+
+scheduling::QuotaResource resource_of(const std::string& key) {
+  if (key.ends_with("/gpu-memory")) return scheduling::QuotaResource::kMemoryMib;
+  if (key.ends_with("/gpu-cores")) return scheduling::QuotaResource::kCoresPercent;
+  return scheduling::QuotaResource::kCards;
+}
+
+bool names_a_quota(const std::string& reason) { return reason.find("exceeds ResourceQuota") != std::string::npos; }
 
 // One fracpack replica: its process, port and scheduler-driver connection.
 struct Replica {
@@ -48,7 +76,7 @@ struct Replica {
 };
 
 struct InFlight {
-  std::string name;
+  std::string ns, name;
   std::chrono::steady_clock::time_point sent;
   std::future<Status> done;
 };
@@ -61,6 +89,16 @@ class Failover {
     const auto start = std::chrono::steady_clock::now();
     candidates_ = profile_->create_nodes(api_, o_.nodes, o_.cards);
     api_.create("pods", bind_fence_marker_pod());
+    for (int i = 0; i < o_.quota_namespaces; ++i) {
+      const std::string ns = "team-" + std::to_string(i);
+      namespaces_.push_back(ns);
+      r_.namespaces[ns];
+      for (const QuotaObject& q : quota_objects(i)) {
+        api_.create("resourcequotas", resource_quota(ns, q.name, q.hard));
+        for (const auto& [key, value] : q.hard) r_.quota_rows.push_back(QuotaRow{ns, q.name, key, std::stoll(value)});
+      }
+    }
+    if (namespaces_.empty()) namespaces_.push_back("default");
     for (auto& r : replicas_) {
       // (The key is left out at its default: an older fracpack, run for a
       // before/after comparison, may not know it.)
@@ -89,6 +127,9 @@ class Failover {
           r_.failovers < static_cast<uint64_t>(o_.failovers)) {
         fail_over();
       }
+      if (o_.quota_namespaces > 0 && r_.operations % std::max<uint64_t>(1, o_.quota_sample_every) == 0) {
+        over_quota("at op " + std::to_string(r_.operations));
+      }
       if (o_.pause.count() > 0) std::this_thread::sleep_for(o_.pause);
     }
     drain_binds();
@@ -96,7 +137,17 @@ class Failover {
     count_fracpack_metrics();
     r_.overcommitted_at_end = overcommitted("at the end");
     r_.overcommitted_max = std::max(r_.overcommitted_max, r_.overcommitted_at_end);
-    r_.bindings_posted = static_cast<uint64_t>(api_.requests("POST /api/v1/namespaces/default/pods/"));
+    if (o_.quota_namespaces > 0) {
+      r_.over_quota_at_end = over_quota("at the end");
+      for (QuotaRow& row : r_.quota_rows) row.at_end = row_use_.at(&row - r_.quota_rows.data());
+    }
+    for (const std::string& ns : namespaces_) {
+      r_.bindings_posted += static_cast<uint64_t>(api_.requests("POST /api/v1/namespaces/" + ns + "/pods/"));
+      if (o_.quota_namespaces > 0) {
+        r_.namespace_reads += static_cast<uint64_t>(api_.requests("GET /api/v1/namespaces/" + ns + "/pods") -
+                                                    api_.requests("GET /api/v1/namespaces/" + ns + "/pods/"));
+      }
+    }
     r_.fence_reads = static_cast<uint64_t>(api_.requests("GET /api/v1/pods?limit=1") +
                                            api_.requests("PATCH /api/v1/namespaces/fracpack-system/pods/fracpack-bind-fence"));
     r_.node_reads = static_cast<uint64_t>(api_.requests("GET /api/v1/pods?fieldSelector=spec.nodeName="));
@@ -116,8 +167,10 @@ class Failover {
   }
 
   void create_pod() {
-    pending_.push_back(profile_->create_random_pod(api_, next_, rng_));
+    const std::string& ns = namespaces_[std::uniform_int_distribution<size_t>(0, namespaces_.size() - 1)(rng_)];
+    pending_.push_back({ns, profile_->create_random_pod(api_, next_, rng_, ns)});
     ++r_.created;
+    if (o_.quota_namespaces > 0) ++r_.namespaces[ns].created;
   }
 
   void delete_pod() {
@@ -130,8 +183,8 @@ class Failover {
     reap_binds(false);
     while (!pending_.empty()) {
       const size_t i = std::uniform_int_distribution<size_t>(0, pending_.size() - 1)(rng_);
-      const std::string name = pending_[i];
-      auto text = api_.get("pods", "default", name);
+      const auto [ns, name] = pending_[i];
+      auto text = api_.get("pods", ns, name);
       const bool in_flight = std::any_of(inflight_.begin(), inflight_.end(), [&](const InFlight& f) { return f.name == name; });
       if (!text || json::parse(*text)["spec"].contains("nodeName")) {
         pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -146,10 +199,13 @@ class Failover {
       }
       if (c.node.empty()) {
         ++r_.unschedulable;
+        if (o_.quota_namespaces > 0 && std::any_of(c.filter.failed.begin(), c.filter.failed.end(), [](const auto& f) { return names_a_quota(f.second); })) {
+          ++r_.namespaces[ns].refused_by_filter;
+        }
         return;
       }
       while (inflight_.size() >= static_cast<size_t>(std::max(1, o_.binds_in_flight))) reap_binds(true);
-      inflight_.push_back(InFlight{name, std::chrono::steady_clock::now(), active().driver->bind_async("default", name, "u-" + name, c.node)});
+      inflight_.push_back(InFlight{ns, name, std::chrono::steady_clock::now(), active().driver->bind_async(ns, name, "u-" + name, c.node)});
       return;
     }
   }
@@ -159,8 +215,10 @@ class Failover {
     r_.bind_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f.sent).count());
     if (s.ok()) {
       ++r_.placed;
+      if (o_.quota_namespaces > 0) ++r_.namespaces[f.ns].placed;
     } else {
       ++r_.bind_failures;
+      if (o_.quota_namespaces > 0 && names_a_quota(s.message())) ++r_.namespaces[f.ns].refused_by_bind;
     }
   }
 
@@ -211,6 +269,37 @@ class Failover {
     if (!active().wait_ready(60s)) note("the new leader is not ready:\n" + active().process->log());
     const uint64_t now = overcommitted("after failover " + std::to_string(r_.failovers));
     r_.overcommitted_max = std::max(r_.overcommitted_max, now);
+    if (o_.quota_namespaces > 0) over_quota("after failover " + std::to_string(r_.failovers));
+  }
+
+  // Quota limits the annotations exceed now: each namespace's use summed
+  // from its bound pods' records as the quota counts them (the cards the
+  // records name, not fracpack's counters).
+  uint64_t over_quota(const std::string& when) {
+    std::map<std::string, scheduling::QuotaUse> use;
+    std::map<std::string, std::vector<std::string>> pods;
+    for (const RecordedPod& p : recorded_pods(api_, profile_->contract())) {
+      if (p.record.kind != k8s::RecordedAllocation::Kind::kAllocation) continue;
+      use[p.pod.meta.namespace_name] += scheduling::quota_use(p.record.allocation);
+      pods[p.pod.meta.namespace_name].push_back(p.pod.meta.name);
+    }
+    row_use_.resize(r_.quota_rows.size());
+    uint64_t n = 0;
+    for (size_t i = 0; i < r_.quota_rows.size(); ++i) {
+      QuotaRow& row = r_.quota_rows[i];
+      const int64_t used = scheduling::quota_amount(use[row.ns], resource_of(row.key));
+      row_use_[i] = used;
+      row.max_seen = std::max(row.max_seen, used);
+      if (used <= row.hard) continue;
+      ++n;
+      std::string names;
+      for (const auto& name : pods[row.ns]) names += " " + name;
+      note(when + ": namespace " + row.ns + " uses " + std::to_string(used) + " of " + row.object + " " + row.key + ", hard " +
+           std::to_string(row.hard) + ":" + names);
+    }
+    ++r_.quota_samples;
+    r_.over_quota_max = std::max(r_.over_quota_max, n);
+    return n;
   }
 
   // Cards the annotations over-commit now.
@@ -266,7 +355,9 @@ class Failover {
   size_t active_ = 0;
   const std::unique_ptr<SoakProfile> profile_ = SoakProfile::make("fracpack", kCardMiB);
   std::vector<CandidateNode> candidates_;
-  std::vector<std::string> pending_;
+  std::vector<std::string> namespaces_;                 // where pods are created
+  std::vector<std::pair<std::string, std::string>> pending_;  // namespace, name
+  std::vector<int64_t> row_use_;                        // per quota row, at the last sample
   std::deque<InFlight> inflight_;
   std::vector<InFlight> orphaned_;  // sent to an old leader before a failover
   uint64_t next_ = 0;
@@ -292,6 +383,28 @@ std::string FailoverReport::summary() const {
     << static_cast<double>(bindings_posted) * per_bind << " Bindings, " << static_cast<double>(fence_reads) * per_bind
     << " freshness reads, " << static_cast<double>(node_reads) * per_bind << " node reads (" << marker_fallbacks << " consistent for want of the marker); the fences caught up "
     << fence_caught_up << " pods the watch had not delivered; reconcilers report " << reported_overcommitted << " over-committed cards";
+  return s.str();
+}
+
+std::string FailoverReport::quota_table() const {
+  std::ostringstream s;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %-10s %-28s %7s %6s %7s %6s %9s %9s %6s\n", "ns", "object", "key", "created", "bound", "refused", "(bind)",
+                "max seen", "at end", "hard");
+  s << line;
+  for (const QuotaRow& row : quota_rows) {
+    const auto it = namespaces.find(row.ns);
+    const NamespaceCounts c = it == namespaces.end() ? NamespaceCounts{} : it->second;
+    std::snprintf(line, sizeof line, "%-8s %-10s %-28s %7llu %6llu %7llu %6llu %9lld %9lld %6lld%s\n", row.ns.c_str(), row.object.c_str(), row.key.c_str(),
+                  static_cast<unsigned long long>(c.created), static_cast<unsigned long long>(c.placed),
+                  static_cast<unsigned long long>(c.refused_by_filter + c.refused_by_bind), static_cast<unsigned long long>(c.refused_by_bind),
+                  static_cast<long long>(row.max_seen), static_cast<long long>(row.at_end), static_cast<long long>(row.hard),
+                  row.max_seen > row.hard ? "  OVER" : "");
+    s << line;
+  }
+  s << "namespace reads per placed pod (the quota's fence): " << (placed > 0 ? static_cast<double>(namespace_reads) / static_cast<double>(placed) : 0)
+    << "; " << quota_samples << " samples of the annotations; limits exceeded: " << over_quota_max << " at most at one sample, " << over_quota_at_end
+    << " at the end\n";
   return s.str();
 }
 

@@ -10,12 +10,16 @@
 // What it counts is what a device plugin would hand out: cards whose
 // allocation records (the pods' annotations) sum past the card — two
 // exclusive pods on one card, or memory or compute above it — checked after
-// every failover and at the end.
+// every failover and at the end. With quota_namespaces, the pods are spread
+// over namespaces with GPU ResourceQuotas (issue 32), and it also counts
+// namespaces whose pods' records sum past a quota's hard limit, sampled
+// every few operations, after every failover and at the end.
 // Used by test/server/failover_test.cc (CI-sized) and bench/failover_bench.cc.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +51,28 @@ struct FailoverOptions : SoakOptions {
   // late by slow_ms.
   int slow_permille = 0;
   int slow_ms = 0;
+  // Namespace GPU quota: the pods spread over this many namespaces
+  // "team-<i>" (0: every pod in default, no quota), each with the
+  // ResourceQuotas of failover.cc's quota_objects (of four shapes: cards,
+  // memory, cores, and two objects at once); usage by the annotations is
+  // checked every quota_sample_every operations, at each failover and at
+  // the end.
+  int quota_namespaces = 0;
+  uint64_t quota_sample_every = 25;
+};
+
+// One limit of one namespace's ResourceQuota, and the most its namespace's
+// records were seen to use of it.
+struct QuotaRow {
+  std::string ns, object, key;
+  int64_t hard = 0;
+  int64_t max_seen = 0, at_end = 0;  // cards, MiB or percent, as the key counts
+};
+// Per namespace: pods created, bound, and refused for its quota (filter:
+// a cycle whose nodes all failed naming a ResourceQuota; bind: a bind
+// refused naming one).
+struct NamespaceCounts {
+  uint64_t created = 0, placed = 0, refused_by_filter = 0, refused_by_bind = 0;
 };
 
 struct FailoverReport {
@@ -68,7 +94,17 @@ struct FailoverReport {
   double fence_caught_up = 0, reported_overcommitted = 0;
   double marker_fallbacks = 0;  // binds fenced consistently: the marker pod missing or refused
   double seconds = 0;
+  // With quota_namespaces: every limit's row, the namespaces' counts, how
+  // many samples were taken, and the limits exceeded (at most at one
+  // sample, and at the end).
+  std::vector<QuotaRow> quota_rows;
+  std::map<std::string, NamespaceCounts> namespaces;
+  uint64_t quota_samples = 0, over_quota_max = 0, over_quota_at_end = 0;
+  uint64_t namespace_reads = 0;  // the bind path's reads of a namespace's pods
   std::string summary() const;
+  // A table: namespace, object, key, pods created / bound / refused for
+  // quota (filter, bind), max seen, hard.
+  std::string quota_table() const;
 };
 
 FailoverReport run_failover(const FailoverOptions& options);

@@ -183,7 +183,7 @@ std::unique_ptr<SoakProfile> SoakProfile::make(const std::string& name, int64_t 
   throw std::invalid_argument("no soak profile \"" + name + "\"");
 }
 
-std::string SoakProfile::create_random_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng) const {
+std::string SoakProfile::create_random_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng, const std::string& ns) const {
   const std::string name = "p" + std::to_string(serial++);
   int cores = 0, cards = 1;
   int64_t memory = 0;
@@ -198,7 +198,7 @@ std::string SoakProfile::create_random_pod(FakeApiServer& api, uint64_t& serial,
   }
   json limits = gpu_limits(cores, memory, cards);
   limits["cpu"] = "1";
-  const json meta = {{"name", name}, {"namespace", "default"}, {"uid", "u-" + name}, {"creationTimestamp", "2026-01-01T00:00:00Z"}};
+  const json meta = {{"name", name}, {"namespace", ns}, {"uid", "u-" + name}, {"creationTimestamp", "2026-01-01T00:00:00Z"}};
   const json spec = {{"schedulerName", "fracpack"},
                      {"containers", {{{"name", "main"}, {"image", "busybox"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}};
   api.create("pods", json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}, {"status", {{"phase", "Pending"}}}}.dump());

@@ -49,10 +49,10 @@ class SoakProfile {
   virtual std::string config_keys() const;
   // `count` nodes "node-<i>" of `cards` cards each.
   std::vector<CandidateNode> create_nodes(FakeApiServer& api, int count, int cards) const;
-  // One of the soaks' GPU pods, "p<serial>" in namespace default, uid
+  // One of the soaks' GPU pods, "p<serial>" in namespace `ns`, uid
   // "u-<name>", drawn from `rng` (a whole card, two half cards, exclusive
   // compute, shares of 10 % to 75 %, as the profile can ask them). Returns its name.
-  std::string create_random_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng) const;
+  std::string create_random_pod(FakeApiServer& api, uint64_t& serial, std::mt19937_64& rng, const std::string& ns = "default") const;
   // What of a bound pod's annotations must never change once written.
   virtual std::string fixed_record(const nlohmann::json& pod) const = 0;
   // kubelet admitting pods bound to `node` that the node agent has not
