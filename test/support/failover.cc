@@ -6,6 +6,7 @@
 #include <deque>
 #include <future>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -201,6 +202,7 @@ class Failover {
         ++r_.unschedulable;
         if (o_.quota_namespaces > 0 && std::any_of(c.filter.failed.begin(), c.filter.failed.end(), [](const auto& f) { return names_a_quota(f.second); })) {
           ++r_.namespaces[ns].refused_by_filter;
+          if (refused_.insert(ns + "/" + name).second) ++r_.namespaces[ns].pods_refused;
         }
         return;
       }
@@ -218,7 +220,10 @@ class Failover {
       if (o_.quota_namespaces > 0) ++r_.namespaces[f.ns].placed;
     } else {
       ++r_.bind_failures;
-      if (o_.quota_namespaces > 0 && names_a_quota(s.message())) ++r_.namespaces[f.ns].refused_by_bind;
+      if (o_.quota_namespaces > 0 && names_a_quota(s.message())) {
+        ++r_.namespaces[f.ns].refused_by_bind;
+        if (refused_.insert(f.ns + "/" + f.name).second) ++r_.namespaces[f.ns].pods_refused;
+      }
     }
   }
 
@@ -358,6 +363,7 @@ class Failover {
   std::vector<std::string> namespaces_;                 // where pods are created
   std::vector<std::pair<std::string, std::string>> pending_;  // namespace, name
   std::vector<int64_t> row_use_;                        // per quota row, at the last sample
+  std::set<std::string> refused_;                       // namespace/name refused for a quota at least once
   std::deque<InFlight> inflight_;
   std::vector<InFlight> orphaned_;  // sent to an old leader before a failover
   uint64_t next_ = 0;
@@ -389,14 +395,15 @@ std::string FailoverReport::summary() const {
 std::string FailoverReport::quota_table() const {
   std::ostringstream s;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-10s %-28s %7s %6s %7s %6s %9s %9s %6s\n", "ns", "object", "key", "created", "bound", "refused", "(bind)",
-                "max seen", "at end", "hard");
+  std::snprintf(line, sizeof line, "%-8s %-10s %-28s %7s %6s %7s %8s %6s %9s %9s %6s\n", "ns", "object", "key", "created", "bound", "refused",
+                "refusals", "(bind)", "max seen", "at end", "hard");
   s << line;
   for (const QuotaRow& row : quota_rows) {
     const auto it = namespaces.find(row.ns);
     const NamespaceCounts c = it == namespaces.end() ? NamespaceCounts{} : it->second;
-    std::snprintf(line, sizeof line, "%-8s %-10s %-28s %7llu %6llu %7llu %6llu %9lld %9lld %6lld%s\n", row.ns.c_str(), row.object.c_str(), row.key.c_str(),
-                  static_cast<unsigned long long>(c.created), static_cast<unsigned long long>(c.placed),
+    std::snprintf(line, sizeof line, "%-8s %-10s %-28s %7llu %6llu %7llu %8llu %6llu %9lld %9lld %6lld%s\n", row.ns.c_str(), row.object.c_str(),
+                  row.key.c_str(), static_cast<unsigned long long>(c.created), static_cast<unsigned long long>(c.placed),
+                  static_cast<unsigned long long>(c.pods_refused),
                   static_cast<unsigned long long>(c.refused_by_filter + c.refused_by_bind), static_cast<unsigned long long>(c.refused_by_bind),
                   static_cast<long long>(row.max_seen), static_cast<long long>(row.at_end), static_cast<long long>(row.hard),
                   row.max_seen > row.hard ? "  OVER" : "");

@@ -70,9 +70,9 @@ struct QuotaRow {
 };
 // Per namespace: pods created, bound, and refused for its quota (filter:
 // a cycle whose nodes all failed naming a ResourceQuota; bind: a bind
-// refused naming one).
+// refused naming one), as refusals and as distinct pods refused at least once.
 struct NamespaceCounts {
-  uint64_t created = 0, placed = 0, refused_by_filter = 0, refused_by_bind = 0;
+  uint64_t created = 0, placed = 0, refused_by_filter = 0, refused_by_bind = 0, pods_refused = 0;
 };
 
 struct FailoverReport {
