@@ -178,6 +178,8 @@ void Ledger::upsert_node(NodeSpec spec) {
   }
   // Cards changed (or the node is new): re-apply its pods to the new cards.
   for (const PodRecord* pod : node.pods_) apply(node, *pod, -1);
+  if (node.present_) count_cards(node.spec_, -1);
+  count_cards(spec, +1);
   node.spec_ = std::move(spec);
   node.present_ = true;
   node.use_.assign(node.spec_.cards.size(), CardUse{});
@@ -191,6 +193,7 @@ void Ledger::remove_node(std::string_view name) {
   if (it == nodes_.end()) return;
   NodeState& node = it->second;
   for (const PodRecord* pod : node.pods_) apply(node, *pod, -1);
+  if (node.present_) count_cards(node.spec_, -1);
   node.spec_ = NodeSpec{node.spec_.name, 0, 0, {}, {}, {}, 0};
   node.use_.clear();
   node.present_ = false;
@@ -441,7 +444,38 @@ Status Ledger::quota_admits(std::string_view namespace_name, const QuotaUse& ask
 
 std::map<std::string, QuotaUse> Ledger::namespace_uses() const { return {namespace_use_.begin(), namespace_use_.end()}; }
 
+void Ledger::count_cards(const NodeSpec& spec, int sign) {
+  for (const auto& card : spec.cards) {
+    if ((card_memory_[card.memory_mib] += sign) == 0) card_memory_.erase(card.memory_mib);
+  }
+}
+
+std::pair<int64_t, int64_t> Ledger::card_memory_bounds() const {
+  if (card_memory_.empty()) return {0, 0};
+  return {card_memory_.begin()->first, card_memory_.rbegin()->first};
+}
+
+Ledger::QuotaCheck Ledger::check_quota(std::string_view namespace_name, const PodRequest& pod, std::string_view except_uid) const {
+  const std::vector<QuotaLimit>* limits = quota(namespace_name);
+  if (limits == nullptr) return {};
+  if (!quota_depends_on_card(*limits, pod)) return {quota_admits(namespace_name, quota_use(pod), except_uid), false};
+  const auto [smallest, largest] = card_memory_bounds();
+  if (Status s = quota_admits(namespace_name, quota_use(pod, largest), except_uid); s.ok()) return {};
+  // Refused even on the smallest card: on every node (the message names
+  // what the smallest would count).
+  if (Status s = quota_admits(namespace_name, quota_use(pod, smallest), except_uid); !s.ok()) return {s, false};
+  return {Status::Ok(), true};
+}
+
 Status Ledger::check_invariants(bool capacity) const {
+  {
+    std::map<int64_t, int> cards;
+    for (const auto& [name, node] : nodes_) {
+      if (!node.present_) continue;
+      for (const auto& card : node.spec_.cards) ++cards[card.memory_mib];
+    }
+    if (cards != card_memory_) return Error{"the count of cards by memory differs from the nodes'"};
+  }
   {
     std::unordered_map<std::string, QuotaUse> expect;
     for (const auto& [uid, pod] : pods_) {

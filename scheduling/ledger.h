@@ -157,6 +157,21 @@ class Ledger {
   // (but the pod `except_uid`: a pod judged again while its own reservation
   // is held is not counted twice).
   Status quota_admits(std::string_view namespace_name, const QuotaUse& asked, std::string_view except_uid = {}) const;
+  // How the pod's namespace's quota judges it before its cards are chosen
+  // (filter, the replay's Scheduler): `admitted` on every node, or why on
+  // none; or, where its use depends on the card (a memory limit and a
+  // share sized by the card) and lies between what the cluster's smallest
+  // and largest cards would make it, `per_node`: to be checked on each
+  // node's own cards (quota_use of the allocation). A namespace far from
+  // its limits is thus judged once, not per node.
+  struct QuotaCheck {
+    Status admitted = Status::Ok();
+    bool per_node = false;
+  };
+  QuotaCheck check_quota(std::string_view namespace_name, const PodRequest& pod, std::string_view except_uid = {}) const;
+  // The memory of the smallest and the largest card of the present nodes
+  // (0 and 0 without cards).
+  std::pair<int64_t, int64_t> card_memory_bounds() const;
 
   // --- pods ---
   // Reserves the allocation for a bind in flight, if it still fits the node
@@ -275,6 +290,8 @@ class Ledger {
   int64_t total_cores_used_ = 0;
   std::unordered_map<std::string, QuotaUse> namespace_use_;  // by namespace; no zero entries
   std::map<std::string, std::vector<QuotaLimit>, std::less<>> quotas_;  // by namespace; no empty entries
+  std::map<int64_t, int> card_memory_;  // the present nodes' cards: how many of each memory size
+  void count_cards(const NodeSpec& spec, int sign);
 };
 
 // The namespace part of a pod key ("namespace/name").

@@ -58,6 +58,12 @@ QuotaUse quota_use(const PodRequest& pod) {
   });
 }
 
+QuotaUse quota_use(const PodRequest& pod, int64_t card_mib) {
+  return effective(pod.containers, [card_mib](const ContainerRequest& c) {
+    return QuotaUse{c.cards, int64_t{c.cards} * c.memory_on(card_mib), int64_t{c.cards} * c.cores};
+  });
+}
+
 int64_t quota_amount(const QuotaUse& use, QuotaResource resource) {
   switch (resource) {
     case QuotaResource::kCards:

@@ -80,5 +80,9 @@ bool quota_depends_on_card(const std::vector<QuotaLimit>& limits, const PodReque
 // The pod's use when it does not depend on the card (see above; memory
 // counts only the absolute part then).
 QuotaUse quota_use(const PodRequest& pod);
+// The pod's use were each of its cards of `card_mib` (a share sized by the
+// card counts that card's MiB): with the smallest and largest cards a node
+// or the cluster has, the bounds of its use there.
+QuotaUse quota_use(const PodRequest& pod, int64_t card_mib);
 
 }  // namespace fracpack::scheduling

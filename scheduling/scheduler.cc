@@ -18,16 +18,14 @@ Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::ve
 Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
   Decision d;
   // The namespace's GPU quota (scheduling/quota.h), as the extender's
-  // filter checks it: once when the pod counts the same everywhere, else on
-  // each node's own cards.
-  const std::vector<QuotaLimit>* limits = pod.wants_gpu() ? ledger_.quota(pod.namespace_name) : nullptr;
-  const bool quota_per_node = limits != nullptr && quota_depends_on_card(*limits, pod);
-  if (limits != nullptr && !quota_per_node) {
-    if (Status s = ledger_.quota_admits(pod.namespace_name, quota_use(pod)); !s.ok()) {
-      d.reason = s.message();
-      return d;
-    }
+  // filter checks it (Ledger::check_quota): once for every node, or on each
+  // node's own cards.
+  const Ledger::QuotaCheck quota = pod.wants_gpu() ? ledger_.check_quota(pod.namespace_name, pod) : Ledger::QuotaCheck{};
+  if (!quota.admitted.ok()) {
+    d.reason = quota.admitted.message();
+    return d;
   }
+  const bool quota_per_node = quota.per_node;
   std::string over_quota;  // the first node's quota refusal, when that is why none fits
   const bool cacheable = policy_.cacheable();
   std::vector<DecisionCache::Entry>* entries = cacheable ? &cache_.entries(pod, nodes_.size()) : nullptr;

@@ -122,15 +122,16 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     // The policy counts each pod once, when it first arrives (placed or
     // not), before judging it, as the replay does.
     if (first_seen) evaluator_.observe(*req, ledger);
-    // The namespace's GPU quota (scheduling/quota.h). What the pod counts is
-    // the same on every node unless a memory limit meets a share sized by
-    // the card: then each node's chosen cards are checked (and no kept
-    // reply answers, as it knows nothing of quotas).
+    // The namespace's GPU quota (scheduling/quota.h), judged once for every
+    // node unless a memory limit meets a share sized by the card and the
+    // cluster's smallest and largest cards disagree: then each node's chosen
+    // cards are checked (and no kept reply answers, as it knows nothing of
+    // quotas).
     const std::string& ns = pod.meta.namespace_name;
-    const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
-    const bool quota_per_node = limits != nullptr && scheduling::quota_depends_on_card(*limits, *req);
-    if (limits != nullptr && !quota_per_node) {
-      if (Status s = ledger.quota_admits(ns, scheduling::quota_use(*req), pod.meta.uid); !s.ok()) {
+    const Ledger::QuotaCheck quota = ledger.check_quota(ns, *req, pod.meta.uid);
+    const bool quota_per_node = quota.per_node;
+    {
+      if (const Status& s = quota.admitted; !s.ok()) {
         // Refused on every node alike (not unresolvable: the quota may grow,
         // the namespace's pods may finish).
         Verdict refused;
@@ -149,8 +150,12 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     Verdict over_quota;
     // A fitting verdict whose cards on `node` would take the namespace past
     // its quota is a refusal.
+    // (A node the ledger does not know, from a Node object, may have cards
+    // outside the cluster's bounds: its own are checked whenever they matter.)
+    const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
+    const bool quota_on_projected = limits != nullptr && scheduling::quota_depends_on_card(*limits, *req);
     auto within_quota = [&](const NodeState& node, const Verdict& v) -> const Verdict& {
-      if (!quota_per_node || !v.fits) return v;
+      if (!(quota_per_node || (quota_on_projected && node.version() == 0)) || !v.fits) return v;
       Status s = ledger.quota_admits(ns, scheduling::quota_use(scheduling::materialize(*req, node, v.picks)), pod.meta.uid);
       if (s.ok()) return v;
       over_quota = Verdict{};
@@ -385,14 +390,11 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
     // capacity, blocks: such a pod waits for its namespace's pods to end.
     auto within_quota = [&](const NodeState& node, const std::vector<std::string>& victims) {
       if (limits == nullptr) return true;
-      scheduling::QuotaUse asked = scheduling::quota_use(*req);
-      if (scheduling::quota_depends_on_card(*limits, *req)) {
-        // The card is not chosen yet: the node's largest card bounds it.
-        int64_t largest = 0;
-        for (const auto& c : node.cards()) largest = std::max(largest, c.memory_mib);
-        asked.memory_mib = 0;
-        for (const auto& c : req->containers) asked.memory_mib += int64_t{c.cards} * c.memory_on(largest);
-      }
+      // The card is not chosen yet: the node's largest card bounds what a
+      // share sized by the card counts.
+      int64_t largest = 0;
+      for (const auto& c : node.cards()) largest = std::max(largest, c.memory_mib);
+      scheduling::QuotaUse asked = scheduling::quota_use(*req, largest);
       scheduling::QuotaUse freed;
       for (const std::string& uid : victims) {
         const scheduling::PodRecord* r = ledger.pod(uid);
