@@ -198,6 +198,15 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   const bool has_record = std::any_of(record_keys_.begin(), record_keys_.end(),
                                       [&](const std::string& k) { return pod.meta.annotation(k) != nullptr; });
   auto req = contract_.pod_request(pod);
+  if (!req) {
+    // An annotation that only steers placement cannot be read (perhaps
+    // rewritten since the bind, to make the pod look as if it held
+    // nothing): what it asks is still what its resources say.
+    if (auto amounts = bound_request(pod)) {
+      problems_("pod " + key, req.message() + " (charged by what its containers ask)");
+      req = std::move(amounts);
+    }
+  }
   if (req && !req->wants_gpu()) {
     // Whatever its annotations say: a pod asking no GPU holds none.
     if (has_record) {
@@ -291,11 +300,23 @@ void LedgerBuilder::resolve_node(const std::string& node) {
   push_effective_spec(node);
 }
 
+Result<scheduling::PodRequest> LedgerBuilder::bound_request(const Pod& pod) const {
+  const std::vector<std::string> steering = contract_.placement_annotations();
+  auto steers = [&](const auto& kv) { return std::find(steering.begin(), steering.end(), kv.first) != steering.end(); };
+  if (std::none_of(pod.meta.annotations.begin(), pod.meta.annotations.end(), steers)) return contract_.pod_request(pod);
+  Pod amounts = pod;
+  std::erase_if(amounts.meta.annotations, steers);
+  return contract_.pod_request(amounts);
+}
+
 bool LedgerBuilder::infer(const Pod& pod) {
   const std::string& uid = pod.meta.uid;
   const scheduling::NodeState* node = ledger_.node(pod.node_name);
   if (node == nullptr || !node->present()) return false;
-  auto req = contract_.pod_request(pod);
+  // Where its cards went is settled: only what it asks counts (a model or
+  // NUMA annotation rewritten after the bind must not make it fit nowhere
+  // and so be charged nothing while its container holds a card).
+  auto req = bound_request(pod);
   if (!req) return false;
   const PodFacts facts{uid, pod.key(), req->cpu_milli, req->memory_bytes};
   ledger_.remove(uid);  // infer against the node without this pod

@@ -122,6 +122,10 @@ class LedgerBuilder {
   // Charges the pod from a partial record or by inference; false if its
   // cards cannot be known (yet).
   bool infer(const Pod& pod);
+  // What a bound pod asks, read without the contract's placement
+  // annotations (Contract::placement_annotations): its owner may rewrite
+  // them after the bind, and where its cards went is settled.
+  Result<scheduling::PodRequest> bound_request(const Pod& pod) const;
   void unresolve(const std::string& uid);
   // Reports to the log and on the pod.
   void report_record(const Pod& pod, const char* reason, const std::string& message);

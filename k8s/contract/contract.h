@@ -102,6 +102,12 @@ class Contract {
   // record_keys(), those the peer's device plugin rewrites after the bind,
   // and the signature. The admission webhook guards them (k8s/admission.h).
   virtual std::vector<std::string> guarded_annotations() const = 0;
+  // The pod annotations pod_request reads that only steer where its cards
+  // go (models, card UUIDs, NUMA, a sharing mode), not how much it asks. A
+  // bound pod's holdings are judged without them: its owner may rewrite
+  // them after the bind (to a model no card has, a value that cannot be
+  // read) to make it look as if it held nothing (LedgerBuilder).
+  virtual std::vector<std::string> placement_annotations() const { return {}; }
   // The per-node lock of a node agent that serves one bind per node at a
   // time and finds the pod through the lock (HAMi's hami.io/mutex.lock,
   // k8s/node_lock.h); null for contracts without one. The only profile

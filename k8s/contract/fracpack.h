@@ -83,6 +83,7 @@ class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> 
   std::vector<std::string> guarded_annotations() const override {
     return {names_.allocation, names_.indices, std::string(kRecordSignatureAnnotation)};
   }
+  std::vector<std::string> placement_annotations() const override { return {names_.model, names_.uuid, names_.uuid_exclude, names_.numa}; }
 };
 
 // The records' codec (the device plugin side reads the same).

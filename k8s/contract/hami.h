@@ -93,6 +93,9 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
     return {names_.to_allocate, names_.allocated, names_.vgpu_node, names_.vgpu_time, names_.bind_phase, names_.bind_time,
             std::string(kRecordSignatureAnnotation)};
   }
+  std::vector<std::string> placement_annotations() const override {
+    return {names_.use_type, names_.nouse_type, names_.use_uuid, names_.nouse_uuid, names_.numa_bind, names_.vgpu_mode};
+  }
   // hami.io/mutex.lock (HamiNames::node_lock), expiring after nodeLockExpire.
   const NodeLock* node_lock() const override { return &node_lock_; }
   // HAMi's ResourceQuota keys (HAMi's docs, userguide/NVIDIA-device/

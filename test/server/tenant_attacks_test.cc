@@ -9,6 +9,7 @@
 // pod gets a card fracpack did not choose for it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -67,6 +68,95 @@ class TenantAttack : public NodeCluster {
       p["metadata"]["annotations"][key] = value;
       return p.dump();
     });
+  }
+
+  // The namespace GPU quota (README "Namespace GPU quota"): a cluster
+  // admin's ResourceQuota `ns/gpu`, which the tenant cannot write; returns
+  // once the extender holds its limits.
+  void set_quota(const std::string& ns, const std::map<std::string, std::string>& hard) {
+    cluster_->api->create("resourcequotas", resource_quota(ns, "gpu", hard));
+    ASSERT_TRUE(Cluster::wait_for([&] { return quota_known(ns); }, 10s)) << ns;
+  }
+  bool quota_known(const std::string& ns) {
+    return cluster_->daemon().state().read([&](const scheduling::Ledger& l) { return l.quota(ns) != nullptr; });
+  }
+
+  // What fracpack's /debug/quota says `ns` uses of `key` (-1: not listed).
+  int64_t quota_used(const std::string& ns, const std::string& key) {
+    const auto r = http_get(cluster_->url(), "/debug/quota");
+    if (r.status != 200) return -1;
+    const json report = json::parse(r.body);  // held by name (see whole_cards_free)
+    for (const json& q : report["quotas"]) {
+      if (q["namespace"] == ns && q["key"] == key) return static_cast<int64_t>(q["used"].get<double>());
+    }
+    return -1;
+  }
+
+  // A pending pod of fracpack's scheduler as its user writes it; its UID,
+  // once the extender's informer has it (bind refuses pods it has not seen).
+  std::string create_pending(const std::string& name, const std::vector<Ctr>& containers, const std::string& ns,
+                             const std::map<std::string, std::string>& annotations = {}) {
+    const std::string uid = create_by_hand(name, containers, "", annotations, "fracpack", ns);
+    EXPECT_TRUE(Cluster::wait_for([&] { return cluster_->daemon().state().pod(uid).has_value(); }, 10s)) << name;
+    return uid;
+  }
+
+  // Why fracpack's filter refuses the pending pod on the node ("" when it passes).
+  std::string filter_refusal(const std::string& name, const std::string& ns) {
+    const auto text = cluster_->api->get("pods", ns, name);
+    if (!text) return "no pod " + ns + "/" + name;
+    auto f = cluster_->driver().filter(0, *text, {{kGpuNode, ""}});
+    if (!f) return "filter failed: " + f.message();
+    if (f->failed.count(kGpuNode)) return f->failed.at(kGpuNode);
+    if (f->unresolvable.count(kGpuNode)) return f->unresolvable.at(kGpuNode);
+    return "";
+  }
+
+  // kube-scheduler's bind of the pod (after the filter above judged it):
+  // bind checks the quota again, atomically with the reservation.
+  Status bind_judged(const std::string& name, const std::string& ns) {
+    const std::string uid = json::parse(*cluster_->api->get("pods", ns, name))["metadata"]["uid"];
+    return cluster_->driver().bind(ns, name, uid, kGpuNode);
+  }
+
+  std::string node_of(const std::string& name, const std::string& ns) {
+    return json::parse(*cluster_->api->get("pods", ns, name))["spec"].value("nodeName", "");
+  }
+
+  // The pod's annotations, as a user copies them.
+  std::map<std::string, std::string> annotation_map(const std::string& name, const std::string& ns) {
+    // Held by name: a range-for over a member of a temporary dangles.
+    const json annotations = annotations_of(name, ns);
+    std::map<std::string, std::string> out;
+    for (const auto& [k, v] : annotations.items()) out[k] = v.get<std::string>();
+    return out;
+  }
+
+  // A user's removal of their own pod's annotations.
+  void remove_annotations(const std::string& name, const std::vector<std::string>& keys, const std::string& ns) {
+    cluster_->api->update("pods", ns, name, [&](const std::string& text) {
+      json p = json::parse(text);
+      for (const std::string& k : keys) p["metadata"]["annotations"].erase(k);
+      return p.dump();
+    });
+  }
+
+  // Every replica restarts (its ledger rebuilt from the API server alone);
+  // returns once it is ready (pods, nodes and ResourceQuotas listed).
+  void restart_and_wait_ready(const std::string& quota_ns) {
+    ASSERT_NO_FATAL_FAILURE(restart_extender());
+    ASSERT_TRUE(Cluster::wait_for([&] { return http_get(cluster_->url(), "/readyz").status == 200 && quota_known(quota_ns); }, 10s));
+  }
+
+  k8s::SyncCounters counters() { return cluster_->daemon().state().counters(); }
+
+  // Waits until the extender's ledger holds each of these pods (however it charged them).
+  bool wait_in_ledger(const std::vector<std::string>& uids) {
+    return Cluster::wait_for([&] {
+      return cluster_->daemon().state().read([&](const scheduling::Ledger& l) {
+        return std::all_of(uids.begin(), uids.end(), [&](const std::string& u) { return l.pod(u) != nullptr; });
+      });
+    }, 10s);
   }
 
   int64_t whole_cards_free() {
@@ -239,6 +329,217 @@ TEST_F(TenantAttack, APodDeletedAMomentAgoDoesNotLendItsCards) {
   ASSERT_TRUE(admitted) << admitted.message();
   EXPECT_EQ(admitted->at(0).envs.at("FRACPACK_POD"), "default/fresh");
   EXPECT_EQ(cards_of(admitted->at(0)), recorded("fresh").at("main"));
+}
+
+// --- The namespace GPU quota (issue 32; README "Namespace GPU quota") ---
+//
+// The quota's usage is what the namespace's bound pods hold by the ledger,
+// and the ledger is rebuilt from the pods' annotations, which their owner
+// may patch. The tenant below can create and patch pods in its own
+// namespace only: no write on ResourceQuotas, no signing key.
+
+constexpr const char* kCardsKey = "limits.fracpack.io/gpu";
+constexpr const char* kMemoryKey = "limits.fracpack.io/gpu-memory";
+constexpr const char* kCoresKey = "limits.fracpack.io/gpu-cores";
+
+// Quota attack 1: a namespace at its quota edits its own bound pods'
+// records (one claims no card at all, one loses its record and signature)
+// hoping its usage drops so that one more pod fits. The charge stays: at
+// once because a charged pod keeps its charge (the changes are reported,
+// not followed), and after every replica restarts because neither record
+// is fracpack's any more (an edited record does not verify, a missing one
+// is no record): both pods are charged by inference, what their request
+// takes. Filter and bind refuse the next pod naming the quota throughout.
+TEST_F(TenantAttack, EditingYourOwnRecordsDoesNotLowerYourQuotaUse) {
+  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "2"}}));
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string a1 = bind("a1", whole, "team-a");
+  const std::string a2 = bind("a2", whole, "team-a");
+  ASSERT_EQ(quota_used("team-a", kCardsKey), 2);
+  patch_annotation("a1", "fracpack.io/allocation", json{{"node", kGpuNode}, {"containers", json::array()}}.dump(), "team-a");
+  remove_annotations("a2", {"fracpack.io/allocation", "fracpack.io/gpu-indices", "fracpack.io/allocation-signature"}, "team-a");
+  // Reported, not followed.
+  Cluster::wait_for([&] { return counters().changed_records == 2; }, 10s);
+  EXPECT_EQ(counters().changed_records, 2u);
+  const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 2 cards, asked 1 card, hard 2 cards";
+  create_pending("a3", whole, "team-a");
+  for (const char* when : {"at once", "after every replica restarted"}) {
+    SCOPED_TRACE(when);
+    EXPECT_EQ(quota_used("team-a", kCardsKey), 2);
+    EXPECT_EQ(filter_refusal("a3", "team-a"), "pod team-a/a3: " + refusal);
+    const Status s = bind_judged("a3", "team-a");
+    ASSERT_FALSE(s.ok()) << "bound past the quota";
+    EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
+    EXPECT_EQ(node_of("a3", "team-a"), "");
+    if (std::string(when) == "at once") {
+      ASSERT_NO_FATAL_FAILURE(restart_and_wait_ready("team-a"));
+      ASSERT_TRUE(wait_in_ledger({a1, a2}));
+      // a1's record no longer verifies, a2 has none: both inferred.
+      EXPECT_EQ(counters().rejected_records, 1u);
+      EXPECT_EQ(counters().inferred_allocations, 2u);
+    }
+  }
+}
+
+// Quota attack 2: a tenant of team-a binds pods around the scheduler
+// (spec.nodeName; no admission stops it) carrying records meant to move
+// usage between namespaces: team-b's signed record copied verbatim onto a
+// pod of the same name, and a hand-written record claiming no card. A
+// record names no namespace and a pod's namespace is the one the API
+// server stored it in, so team-b's usage does not move; and neither record
+// is fracpack's, so neither pod is charged what its record says: each is
+// charged to team-a by inference. team-b's next card still fits its quota,
+// team-a's next pod is refused, and deleting the copy releases team-a's
+// charge, not team-b's.
+TEST_F(TenantAttack, ACopiedOrForgedRecordChargesOnlyItsOwnNamespace) {
+  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "2"}}));
+  ASSERT_NO_FATAL_FAILURE(set_quota("team-b", {{kCardsKey, "2"}}));
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::vector<Ctr> share = {{"main", false, 1, 30, 4096}};
+  bind("b1", whole, "team-b");
+  ASSERT_EQ(quota_used("team-b", kCardsKey), 1);
+  const std::map<std::string, std::string> copy = annotation_map("b1", "team-b");
+  ASSERT_EQ(copy.count("fracpack.io/allocation-signature"), 1u);
+  const std::string copier = create_by_hand("b1", whole, kGpuNode, copy, "fracpack", "team-a");
+  const std::string freeloader = create_by_hand(
+      "freeloader", share, kGpuNode, {{"fracpack.io/allocation", json{{"node", kGpuNode}, {"containers", json::array()}}.dump()}},
+      "fracpack", "team-a");
+  ASSERT_TRUE(wait_in_ledger({copier, freeloader}));
+  EXPECT_EQ(counters().rejected_records, 2u) << "neither record is fracpack's";
+  EXPECT_EQ(quota_used("team-a", kCardsKey), 2) << "each charged to team-a by inference";
+  EXPECT_EQ(quota_used("team-b", kCardsKey), 1) << "team-b's usage moved";
+  // team-b is not inflated: its second card fits its quota.
+  bind("b2", whole, "team-b");
+  EXPECT_EQ(node_of("b2", "team-b"), kGpuNode);
+  EXPECT_EQ(quota_used("team-b", kCardsKey), 2);
+  // team-a is not freed: its next pod is refused by filter and bind.
+  create_pending("more", share, "team-a");
+  const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 2 cards, asked 1 card, hard 2 cards";
+  EXPECT_EQ(filter_refusal("more", "team-a"), "pod team-a/more: " + refusal);
+  const Status s = bind_judged("more", "team-a");
+  ASSERT_FALSE(s.ok()) << "bound past the quota";
+  EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
+  // The copy's deletion releases team-a's charge; team-b's pod of the same name keeps its.
+  cluster_->api->remove("pods", "team-a", "b1");
+  ASSERT_TRUE(Cluster::wait_for([&] { return quota_used("team-a", kCardsKey) == 1; }, 10s)) << quota_used("team-a", kCardsKey);
+  EXPECT_EQ(quota_used("team-b", kCardsKey), 2);
+}
+
+// Quota attack 3: a pod created with a record already on it, a small
+// signed one copied from another namespace's pod (10 %, 1024 MiB), asking
+// a whole card, hoping the whole card is counted as the small share. The
+// quota counts what the request asks at filter and what fracpack chose at
+// bind, and the Binding writes every record annotation (record, card
+// indices, signature) over the ones the user wrote: the pod is charged the
+// whole card it got (40960 MiB, 100 %), its record verifies (nothing
+// pre-written survived), the node agent serves that card, and the
+// namespace's next share is refused.
+TEST_F(TenantAttack, ARecordWrittenBeforeTheBindIsReplacedByWhatFracpackChose) {
+  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kMemoryKey, "40960"}, {kCoresKey, "100"}}));
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::vector<Ctr> tiny = {{"main", false, 1, 10, 1024}};
+  bind("donor", tiny, "team-c");
+  // Every record annotation, pre-written: the donor's record and signature, and its card's index.
+  std::map<std::string, std::string> pre = annotation_map("donor", "team-c");
+  ASSERT_EQ(pre.count("fracpack.io/allocation") + pre.count("fracpack.io/allocation-signature"), 2u);
+  auto donor_record = k8s::parse_allocation(pre["fracpack.io/allocation"]);
+  ASSERT_TRUE(donor_record) << donor_record.message();
+  pre["fracpack.io/gpu-indices"] = std::to_string(donor_record->containers.at(0).cards.at(0).index);
+  // (kubelet admits pods in the order they were bound.)
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("donor", json::parse(*cluster_->api->get("pods", "team-c", "donor"))["metadata"]["uid"], tiny, "team-c"));
+  const std::string uid = create_pending("big", whole, "team-a", pre);
+  EXPECT_EQ(filter_refusal("big", "team-a"), "") << "a whole card is within 40960 MiB and 100 percent";
+  auto cycle = cluster_->driver().schedule(*cluster_->api->get("pods", "team-a", "big"), {{kGpuNode, ""}});
+  ASSERT_EQ(cycle.node, kGpuNode) << cycle.error;
+  const Status bound = bind_judged("big", "team-a");
+  ASSERT_TRUE(bound.ok()) << bound.message();
+  ASSERT_TRUE(Cluster::wait_for([&] {
+    return cluster_->daemon().state().read([&](const scheduling::Ledger& l) {
+      const scheduling::PodRecord* r = l.pod(uid);
+      return r != nullptr && r->phase == scheduling::PodPhase::kConfirmed;
+    });
+  }, 10s)) << "the ledger confirms the pod from its record";
+  const json now = annotations_of("big", "team-a");
+  for (const auto& [k, v] : pre) EXPECT_NE(now.value(k, ""), v) << k << " survived the bind";
+  auto record = k8s::parse_allocation(now.value("fracpack.io/allocation", ""));
+  ASSERT_TRUE(record) << record.message();
+  ASSERT_EQ(record->containers.size(), 1u);
+  ASSERT_EQ(record->containers[0].cards.size(), 1u);
+  EXPECT_EQ(record->containers[0].cards[0].memory_mib, 40960);
+  EXPECT_EQ(record->containers[0].cards[0].cores, 1000);
+  EXPECT_EQ(counters().rejected_records, 0u) << "the pod's record is fracpack's, signed for it";
+  EXPECT_EQ(quota_used("team-a", kMemoryKey), 40960);
+  EXPECT_EQ(quota_used("team-a", kCoresKey), 100);
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("big", uid, whole, "team-a"));
+  create_pending("small", tiny, "team-a");
+  const std::string refusal =
+      "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu-cores: used 100 percent of a card, asked 10 percent of a card, "
+      "hard 100 percent of a card";
+  EXPECT_EQ(filter_refusal("small", "team-a"), "pod team-a/small: " + refusal);
+  const Status s = bind_judged("small", "team-a");
+  ASSERT_FALSE(s.ok()) << "bound past the quota";
+  EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
+}
+
+// Quota attack 1, continued: the tenant also writes its own placement
+// annotations (README "Pod annotations": the model, the cards, the NUMA
+// rule), which fracpack reads as part of the pod's request, on a pod
+// already bound: one that no card of the node matches, or one that cannot
+// be read, and deletes the record. While a replica lives the pod keeps its
+// charge; once every replica has restarted (a rollout) the pod must still
+// count against the quota: it holds its card whatever its annotations say.
+//
+// Found writing these tests: after the restart the pod was charged no
+// card, its namespace's usage dropped from 1 to 0, and the next pod was
+// filtered through and bound past the quota (team-a held 2 cards, hard 1):
+// a bound pod without a record of fracpack's was charged from its request
+// read with these annotations, and one that could not be read, or did not
+// fit its own node, was charged no card when records are verified. Now a
+// bound pod's holdings are read without them
+// (Contract::placement_annotations, LedgerBuilder::bound_request): it is
+// charged what its containers ask, wherever its cards went.
+TEST_F(TenantAttack, APlacementAnnotationNoCardMatchesDoesNotLowerYourQuotaUse) {
+  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "1"}}));
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string a1 = bind("a1", whole, "team-a");
+  ASSERT_EQ(quota_used("team-a", kCardsKey), 1);
+  patch_annotation("a1", "fracpack.io/gpu-model", "H100-SXM5-80GB", "team-a");
+  remove_annotations("a1", {"fracpack.io/allocation", "fracpack.io/gpu-indices", "fracpack.io/allocation-signature"}, "team-a");
+  ASSERT_TRUE(Cluster::wait_for([&] { return counters().changed_records == 1; }, 10s));
+  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "at once";
+  ASSERT_NO_FATAL_FAILURE(restart_and_wait_ready("team-a"));
+  // (Read with the model it now names, its request would fit no card of
+  // its node: it was then charged no card.)
+  ASSERT_TRUE(wait_in_ledger({a1}));
+  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "after every replica restarted";
+  create_pending("a2", whole, "team-a");
+  const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card";
+  EXPECT_EQ(filter_refusal("a2", "team-a"), "pod team-a/a2: " + refusal);
+  const Status s = bind_judged("a2", "team-a");
+  EXPECT_FALSE(s.ok()) << "bound past the quota: team-a holds 2 cards, hard 1";
+  EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
+}
+
+TEST_F(TenantAttack, AnUnreadablePlacementAnnotationDoesNotLowerYourQuotaUse) {
+  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "1"}}));
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string a1 = bind("a1", whole, "team-a");
+  ASSERT_EQ(quota_used("team-a", kCardsKey), 1);
+  patch_annotation("a1", "fracpack.io/numa", "both", "team-a");
+  remove_annotations("a1", {"fracpack.io/allocation", "fracpack.io/gpu-indices", "fracpack.io/allocation-signature"}, "team-a");
+  ASSERT_TRUE(Cluster::wait_for([&] { return counters().changed_records == 1; }, 10s));
+  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "at once";
+  ASSERT_NO_FATAL_FAILURE(restart_and_wait_ready("team-a"));
+  // (With that annotation its request cannot be read: it was then
+  // confirmed with no card.)
+  ASSERT_TRUE(wait_in_ledger({a1}));
+  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "after every replica restarted";
+  create_pending("a2", whole, "team-a");
+  const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card";
+  EXPECT_EQ(filter_refusal("a2", "team-a"), "pod team-a/a2: " + refusal);
+  const Status s = bind_judged("a2", "team-a");
+  EXPECT_FALSE(s.ok()) << "bound past the quota: team-a holds 2 cards, hard 1";
+  EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
 }
 
 }  // namespace
