@@ -23,9 +23,19 @@
 //
 //   build/bench/extender_bench [--seconds 3] [--clients 4] [--nodes 1000,5000] [--pods 5000] [--skip-full]
 //                              [--slow-api | --only-slow-api] [--bind-workers N] [--records signed|unsigned]
+//                              [--quota on|off]
 //
 // --records unsigned turns record signing off (security.records), for its
 // cost: the bound pods' records are signed either way.
+//
+// --quota on adds a ResourceQuota to namespace ml (every pod's) with all
+// three fracpack keys, in the snapshot and in the test API server, so filter
+// and bind check the namespace's GPU quota (issue 32) on every pod; its
+// limits are far past what any cluster here holds, so no pod is refused and
+// on and off differ only in the checking. The memory key makes filter check
+// each node's chosen cards for the shares sized by the card (the bare
+// whole-card shapes), the costlier path, and without the kept replies.
+// Off (the default): no quota, nothing checked.
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,6 +48,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -379,6 +390,42 @@ void row(const char* what, int nodes, const char* mode, int clients, double seco
   print(what, nodes, mode, clients, requests[0].size(), f, fl);
 }
 
+// --quota: "on" adds quota_object() to the cluster (see the top comment);
+// "off" (the default) no quota.
+std::string g_quota = "off";
+
+// Namespace ml's quota. Hard limits beyond any cluster here (5 000 nodes x
+// 8 cards are 40 000 cards, 3.3e9 MiB, 4e6 percent), so checking it never
+// refuses: a refusal would measure a different schedule, not the check.
+const std::map<std::string, std::string> kQuotaHard = {{"limits.fracpack.io/gpu", "1000000000"},
+                                                        {"limits.fracpack.io/gpu-memory", "1000000000000"},
+                                                        {"limits.fracpack.io/gpu-cores", "100000000000"}};
+std::string quota_object() { return fracpack::testing::resource_quota("ml", "gpu", kQuotaHard); }
+
+// Exits unless the daemon's ledger (what filter and bind consult) holds
+// exactly what --quota asked for: with quota on, namespace ml's three limits
+// as written; off, no quota at all. A run that silently checked nothing
+// would report the cost of nothing.
+void require_quota(server::Daemon& daemon) {
+  const std::string problem = daemon.state().read([](const scheduling::Ledger& l) -> std::string {
+    if (g_quota == "off") return l.quotas().empty() ? "" : "the ledger holds a quota";
+    const std::vector<scheduling::QuotaLimit>* limits = l.quota("ml");
+    if (limits == nullptr) return "namespace ml has no quota in the ledger";
+    if (limits->size() != kQuotaHard.size()) return "namespace ml has " + std::to_string(limits->size()) + " quota limits, not 3";
+    for (const scheduling::QuotaLimit& q : *limits) {
+      const auto it = kQuotaHard.find(q.key);
+      if (it == kQuotaHard.end() || !q.malformed.empty() || std::to_string(q.hard) != it->second) {
+        return "namespace ml's quota " + q.key + " is " + (q.malformed.empty() ? std::to_string(q.hard) : q.malformed);
+      }
+    }
+    return "";
+  });
+  if (!problem.empty()) {
+    std::fprintf(stderr, "--quota %s: %s\n", g_quota.c_str(), problem.c_str());
+    std::exit(1);
+  }
+}
+
 // --records: "signed" (the default: the extender signs and verifies every
 // record) or "unsigned" (security.records: unsigned), to measure the cost.
 std::string g_records = "signed";
@@ -396,7 +443,10 @@ config::Config bench_config() {
 }
 
 void latency(int nodes, int clients, double seconds, bool names_rows, bool full) {
-  fracpack::testing::Standalone s(cluster_objects(nodes, 42), bench_config());
+  std::vector<std::string> objects = cluster_objects(nodes, 42);
+  if (g_quota == "on") objects.push_back(quota_object());
+  fracpack::testing::Standalone s(objects, bench_config());
+  require_quota(s.daemon());
   std::string names = "[";
   std::string items;
   for (int i = 0; i < nodes; ++i) {
@@ -422,8 +472,8 @@ void latency(int nodes, int clients, double seconds, bool names_rows, bool full)
     row("filter", nodes, "names", 1, seconds, port, filter_names);
     row("filter", nodes, "names", clients, seconds, port, filter_names);
     row("prioritize", nodes, "names", clients, seconds, port, prio_names);
-    std::printf("  (names mode, mean time inside fracpack's handler: filter %.3f ms, prioritize %.3f ms)\n",
-                handler_ms(port, "filter"), handler_ms(port, "prioritize"));
+    std::printf("  (names mode, quota %s, mean time inside fracpack's handler: filter %.3f ms, prioritize %.3f ms)\n",
+                g_quota.c_str(), handler_ms(port, "filter"), handler_ms(port, "prioritize"));
   }
   if (full) {
     const int c = std::min(clients, 2);
@@ -448,6 +498,7 @@ struct SyncedCluster {
 
   SyncedCluster(int nodes, int pods, const config::Config& c) {
     for (const auto& o : cluster_objects(nodes, 7)) api.create(o.find("\"nodeName\"") != std::string::npos ? "pods" : "nodes", o);
+    if (g_quota == "on") api.create("resourcequotas", quota_object());
     std::mt19937_64 rng(11);
     for (int i = 0; i < pods; ++i) {
       pending.push_back(api.create("pods", pod_json("job-" + std::to_string(i), "job-uid-" + std::to_string(i), kShapes[rng() % 5])));
@@ -460,6 +511,7 @@ struct SyncedCluster {
       std::fprintf(stderr, "daemon did not start\n");
       std::exit(1);
     }
+    require_quota(*daemon);
   }
 };
 
@@ -565,9 +617,11 @@ void end_to_end(int nodes, int pods, int schedulers) {
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<double> all_bind_ms;
   for (const auto& v : bind_ms) all_bind_ms.insert(all_bind_ms.end(), v.begin(), v.end());
-  std::printf("end-to-end %d nodes x 8 cards, %d pending pods, %d scheduler(s), records %s: %.2f s, %.0f pods/s, %.0f bound/s (bound %zu, "
-              "bind refusals %zu, unschedulable %zu), cycle p50 %.3f ms p99 %.3f ms, bind p50 %.3f ms p99 %.3f ms\n",
-              nodes, pods, schedulers, g_records.c_str(), wall, static_cast<double>(pods) / wall, static_cast<double>(bound.load()) / wall,
+  std::printf("end-to-end %d nodes x 8 cards, %d pending pods, %d scheduler(s), records %s, quota %s: %.2f s, %.0f pods/s, "
+              "%.0f bound/s (bound %zu, bind refusals %zu, unschedulable %zu), cycle p50 %.3f ms p99 %.3f ms, bind p50 %.3f ms "
+              "p99 %.3f ms\n",
+              nodes, pods, schedulers, g_records.c_str(), g_quota.c_str(), wall, static_cast<double>(pods) / wall,
+              static_cast<double>(bound.load()) / wall,
               bound.load(), bind_errors.load(), unschedulable.load(), percentile(all_ms, 0.5), percentile(all_ms, 0.99),
               percentile(all_bind_ms, 0.5), percentile(all_bind_ms, 0.99));
   const std::string diff = fracpack::testing::Cluster::wait_for(
@@ -663,10 +717,11 @@ void slow_api(int nodes, int pods, bool pipelined, int slow_permille, int slow_m
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const size_t late = static_cast<size_t>(std::count_if(bind_ms.begin(), bind_ms.end(), [](double ms) { return ms > 5000; }));
   std::printf("slow API server (%d %%o of answers %d ms late, %d %%o of binding replies lost), %d nodes, %d pods, %s binds, "
-              "bindWorkers %d: bind p50 %.1f ms p99 %.1f ms max %.1f ms, answered past 5 s %zu, bound %zu, refused %zu "
+              "bindWorkers %d, quota %s: bind p50 %.1f ms p99 %.1f ms max %.1f ms, answered past 5 s %zu, bound %zu, refused %zu "
               "(bind timeout %zu, no longer fits %zu), %.0f pods/s\n",
               slow_permille, slow_ms, lose_permille, nodes, pods, pipelined ? "pipelined" : "one-at-a-time", bind_workers,
-              percentile(bind_ms, 0.5), percentile(bind_ms, 0.99), bind_ms.empty() ? 0.0 : *std::max_element(bind_ms.begin(), bind_ms.end()),
+              g_quota.c_str(), percentile(bind_ms, 0.5), percentile(bind_ms, 0.99),
+              bind_ms.empty() ? 0.0 : *std::max_element(bind_ms.begin(), bind_ms.end()),
               late, bound, refused, refused_late, refused_stale, static_cast<double>(pods) / wall);
   std::fflush(stdout);
   api.faults().clear();
@@ -714,17 +769,19 @@ int main(int argc, char** argv) {
     else if (a == "--slow-pods") slow_pods = std::atoi(v), ++i;
     else if (a == "--slow-binds") slow_mode = v, ++i;
     else if (a == "--records") g_records = v, ++i;
+    else if (a == "--quota" && (std::string(v) == "on" || std::string(v) == "off")) g_quota = v, ++i;
     else {
       std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-names] [--skip-e2e] [--only-e2e] [--e2e-nodes 1000,5000]\n"
                            "                      [--slow-api | --only-slow-api] [--slow-pods N] [--slow-binds one|pipelined|both] [--bind-workers N]\n"
-                           "                      [--records signed|unsigned]\n");
+                           "                      [--records signed|unsigned] [--quota on|off]\n");
       return 2;
     }
   }
   server::configure_log(server::LogLevel::kWarn, server::LogFormat::kLogfmt);
   server::tune_allocator_for_large_bodies();  // as fracpack serve does
   if (lat) {
-    std::printf("(the load generator is a second process on the same cores; floor: the same HTTP server answering a pre-built reply)\n");
+    std::printf("(the load generator is a second process on the same cores; floor: the same HTTP server answering a pre-built reply; "
+                "quota %s)\n", g_quota.c_str());
     std::printf("%-10s %6s %-6s %7s %9s %9s %8s %8s %8s %8s %6s %6s %8s %7s\n", "verb", "nodes", "mode", "clients", "body KiB",
                 "reply KiB", "p50 ms", "p99 ms", "floor50", "floor99", "x p50", "x p99", "req/s", "errors");
     for (int n : sizes) latency(n, clients, seconds, names_rows, full);
