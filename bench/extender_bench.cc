@@ -32,10 +32,13 @@
 // three fracpack keys, in the snapshot and in the test API server, so filter
 // and bind check the namespace's GPU quota (issue 32) on every pod; its
 // limits are far past what any cluster here holds, so no pod is refused and
-// on and off differ only in the checking. The memory key makes filter check
-// each node's chosen cards for the shares sized by the card (the bare
-// whole-card shapes), the costlier path, and without the kept replies.
-// Off (the default): no quota, nothing checked.
+// on and off differ only in the checking. With limits that far (every
+// card's share admitted on the cluster's largest card) filter judges the
+// quota once per pod and keeps its kept replies (Ledger::check_quota); the
+// binds in namespace ml wait for the pod watch to deliver the fence's marker
+// write (the quota's fence) instead of reading the namespace's pods, as
+// manifests/bind-fence.yaml's marker pod lets them. Off (the default): no
+// quota, nothing checked.
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -498,6 +501,7 @@ struct SyncedCluster {
 
   SyncedCluster(int nodes, int pods, const config::Config& c) {
     for (const auto& o : cluster_objects(nodes, 7)) api.create(o.find("\"nodeName\"") != std::string::npos ? "pods" : "nodes", o);
+    api.create("pods", fracpack::testing::bind_fence_marker_pod());  // as manifests/bind-fence.yaml installs it
     if (g_quota == "on") api.create("resourcequotas", quota_object());
     std::mt19937_64 rng(11);
     for (int i = 0; i < pods; ++i) {

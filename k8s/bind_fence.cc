@@ -93,13 +93,13 @@ Result<std::string> BindFence::read_version(ApiClient& client, std::chrono::mill
   return list->resource_version;
 }
 
-Result<std::string> BindFence::write_marker(ApiClient& client, std::chrono::milliseconds timeout) {
+Result<std::string> BindFence::write_marker(ApiClient& client, std::chrono::milliseconds timeout, std::string* value) {
   const std::string who = "the bind fence's marker pod " + marker_.ns + "/" + marker_.name;
   // A value no write has used: an unchanged object is not written, and its
   // old resourceVersion would predate the bind.
   nlohmann::json patch;
-  patch["metadata"]["annotations"][std::string(kMarkerAnnotation)] =
-      std::to_string(nonce_) + "-" + std::to_string(++marker_writes_);
+  *value = std::to_string(nonce_) + "-" + std::to_string(++marker_writes_);
+  patch["metadata"]["annotations"][std::string(kMarkerAnnotation)] = *value;
   auto r = client.request("PATCH", "/api/v1/namespaces/" + url_encode(marker_.ns) + "/pods/" + url_encode(marker_.name),
                           patch.dump(), "application/merge-patch+json", timeout);
   if (!r) return Error{"writing " + who + ": " + r.message()};
@@ -121,7 +121,7 @@ Result<std::string> BindFence::write_marker(ApiClient& client, std::chrono::mill
 }
 
 Result<std::string> BindFence::current_version(ApiClient& client, Read read, Clock::time_point arrived,
-                                               Clock::time_point deadline) {
+                                               Clock::time_point deadline, std::string* marker_value) {
   std::unique_lock lock(mu_);
   for (;;) {
     if (read == Read::kMarker && (marker_.name.empty() || Clock::now() < marker_refused_until_)) {
@@ -130,6 +130,7 @@ Result<std::string> BindFence::current_version(ApiClient& client, Read read, Clo
     }
     if (!last_version_.empty() && last_started_ >= arrived) {
       ++stats_.shared;
+      *marker_value = last_marker_value_;
       return last_version_;
     }
     if (reading_) {
@@ -149,14 +150,17 @@ Result<std::string> BindFence::current_version(ApiClient& client, Read read, Clo
     lock.unlock();
     const auto timeout = time_left(deadline, client.config().request_timeout);
     Result<std::string> version = Error{"the bind's deadline passed before the API server's current resourceVersion was read"};
-    if (timeout.count() > 0) version = read == Read::kMarker ? write_marker(client, timeout) : read_version(client, timeout);
+    std::string value;
+    if (timeout.count() > 0) version = read == Read::kMarker ? write_marker(client, timeout, &value) : read_version(client, timeout);
     lock.lock();
     reading_ = false;
     ++read_generation_;
     ++stats_.version_reads;
+    if (version && !version->empty()) *marker_value = value;
     if (version && !version->empty() && started >= last_started_) {
       last_started_ = started;
       last_version_ = *version;
+      last_marker_value_ = value;
     }
     if (!version) ++stats_.failures;
     if (version && version->empty()) ++stats_.marker_fallbacks;
@@ -166,28 +170,34 @@ Result<std::string> BindFence::current_version(ApiClient& client, Read read, Clo
 }
 
 Result<std::vector<Pod>> BindFence::node_pods(ApiClient& client, const std::string& node, Clock::time_point arrived,
-                                              Clock::time_point deadline) {
+                                              Clock::time_point deadline, ReadAt* at) {
+  ReadAt used;
+  if (const Read read = effective_read(client, deadline); read == Read::kResourceVersion || read == Read::kMarker) {
+    auto version = current_version(client, read, arrived, deadline, &used.marker_value);
+    if (!version) return version.error();
+    used.version = std::move(*version);
+  }
+  if (at != nullptr) *at = used;
   std::string selector = "spec.nodeName=" + node;
   if (!field_selector_.empty()) selector += "," + field_selector_;
-  return fresh_pods(client, "/api/v1/pods?fieldSelector=" + url_encode(selector), "the pods of node " + node, arrived, deadline);
+  return fresh_pods(client, "/api/v1/pods?fieldSelector=" + url_encode(selector), "the pods of node " + node, used.version, deadline);
 }
 
-Result<std::vector<Pod>> BindFence::namespace_pods(ApiClient& client, const std::string& namespace_name, Clock::time_point arrived,
+Result<std::vector<Pod>> BindFence::namespace_pods(ApiClient& client, const std::string& namespace_name, const ReadAt& at,
                                                    Clock::time_point deadline) {
-  std::string target = "/api/v1/namespaces/" + url_encode(namespace_name) + "/pods";
-  if (!field_selector_.empty()) target += "?fieldSelector=" + url_encode(field_selector_);
-  return fresh_pods(client, target, "the pods of namespace " + namespace_name, arrived, deadline);
+  // Bound pods only (kube-scheduler's own "assigned pods" selector): the
+  // pending ones hold nothing, and a busy namespace has many.
+  std::string selector = "spec.nodeName!=";
+  if (!field_selector_.empty()) selector += "," + field_selector_;
+  const std::string target = "/api/v1/namespaces/" + url_encode(namespace_name) + "/pods?fieldSelector=" + url_encode(selector);
+  return fresh_pods(client, target, "the pods of namespace " + namespace_name, at.version, deadline);
 }
 
-Result<std::vector<Pod>> BindFence::fresh_pods(ApiClient& client, std::string target, const std::string& what, Clock::time_point arrived,
+Result<std::vector<Pod>> BindFence::fresh_pods(ApiClient& client, std::string target, const std::string& what, const std::string& version,
                                                Clock::time_point deadline) {
   // No limit: without a resourceVersion a consistent read; with one, "not
   // older than" it; either way the whole answer at once (§4.2).
-  if (const Read read = effective_read(client, deadline); read == Read::kResourceVersion || read == Read::kMarker) {
-    auto version = current_version(client, read, arrived, deadline);
-    if (!version) return version.error();
-    if (!version->empty()) target += std::string(target.find('?') == std::string::npos ? "?" : "&") + "resourceVersion=" + url_encode(*version);
-  }
+  if (!version.empty()) target += "&resourceVersion=" + url_encode(version);
   for (;;) {
     const auto timeout = time_left(deadline, client.config().request_timeout);
     if (timeout.count() == 0) break;

@@ -96,13 +96,22 @@ class BindFence {
   // The pods bound to `node` as the API server has them at a resourceVersion
   // no older than `arrived`. Runs on the caller's thread with the caller's
   // client (a bind worker's); gives up at `deadline`.
+  // What a read was made at: the resourceVersion ("" for a consistent
+  // read) and, with kMarker, the value of the marker write behind it. Once
+  // the pod watch delivers that value (ClusterState::wait_fence_marker),
+  // the ledger holds every pod bound before the write, in every namespace.
+  struct ReadAt {
+    std::string version;
+    std::string marker_value;
+  };
+  // `at`, if given: what this read was made at.
   Result<std::vector<Pod>> node_pods(ApiClient& client, const std::string& node, Clock::time_point arrived,
-                                     Clock::time_point deadline);
-  // The pods of `namespace_name` as the API server has them, read the same
-  // way (the same resourceVersion where one is read): for a pod whose
+                                     Clock::time_point deadline, ReadAt* at = nullptr);
+  // The bound pods of `namespace_name` as the API server has them at the
+  // node read's `at` (consistently where that was): for a pod whose
   // namespace has a GPU quota, another writer's binds on other nodes count
   // against it too.
-  Result<std::vector<Pod>> namespace_pods(ApiClient& client, const std::string& namespace_name, Clock::time_point arrived,
+  Result<std::vector<Pod>> namespace_pods(ApiClient& client, const std::string& namespace_name, const ReadAt& at,
                                           Clock::time_point deadline);
 
   struct Stats {
@@ -117,14 +126,15 @@ class BindFence {
   Stats stats() const;
 
  private:
+  // GET `target` (a pod list) at `version` ("" consistently); `what` names it in errors.
+  Result<std::vector<Pod>> fresh_pods(ApiClient& client, std::string target, const std::string& what, const std::string& version,
+                                      Clock::time_point deadline);
   // A resourceVersion read (kResourceVersion) or written (kMarker) after
   // `arrived`; an empty string: the marker is unusable, read consistently.
-  // GET `target` (a pod list) no older than `arrived`; `what` names it in errors.
-  Result<std::vector<Pod>> fresh_pods(ApiClient& client, std::string target, const std::string& what, Clock::time_point arrived,
-                                      Clock::time_point deadline);
-  Result<std::string> current_version(ApiClient& client, Read read, Clock::time_point arrived, Clock::time_point deadline);
+  Result<std::string> current_version(ApiClient& client, Read read, Clock::time_point arrived, Clock::time_point deadline,
+                                      std::string* marker_value);
   Result<std::string> read_version(ApiClient& client, std::chrono::milliseconds timeout);
-  Result<std::string> write_marker(ApiClient& client, std::chrono::milliseconds timeout);
+  Result<std::string> write_marker(ApiClient& client, std::chrono::milliseconds timeout, std::string* value);
   Read effective_read(ApiClient& client, Clock::time_point deadline);
 
   const std::string field_selector_;
@@ -143,6 +153,7 @@ class BindFence {
   Clock::time_point reading_since_{};    // ...started then
   Clock::time_point last_started_{};     // the last successful read started then...
   std::string last_version_;             // ...and answered this
+  std::string last_marker_value_;        // ...and wrote this to the marker ("" for a version read)
   uint64_t read_generation_ = 0;         // bumped when a read ends, ok or not
   Stats stats_;
 };

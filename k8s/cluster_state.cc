@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "k8s/bind_fence.h"
 #include "k8s/contract/fracpack.h"
 #include "k8s/snapshot.h"
 
@@ -28,6 +29,30 @@ ClusterState::ClusterState(SyncOptions options)
       builder_(*contract_, [this](std::string object, std::string message) { problem_locked(std::move(object), std::move(message)); },
                options_.trust, options_.on_record_report) {
   if (options_.on_node_left_alone) builder_.on_left_alone(options_.on_node_left_alone);
+  selection_ = contract_->selection();
+  if (!options_.fence_marker_name.empty()) selection_.annotation_prefixes.push_back(std::string(BindFence::kMarkerAnnotation));
+}
+
+void ClusterState::marker_seen_locked(const Pod& pod, bool listing) {
+  if (options_.fence_marker_name.empty() || pod.meta.name != options_.fence_marker_name ||
+      pod.meta.namespace_name != options_.fence_marker_namespace) {
+    return;
+  }
+  const std::string* value = pod.meta.annotation(BindFence::kMarkerAnnotation);
+  if (value == nullptr) return;
+  if (listing) {
+    listed_marker_ = *value;
+    return;
+  }
+  std::lock_guard lock(marker_mu_);
+  markers_seen_.push_back(*value);
+  if (markers_seen_.size() > 512) markers_seen_.pop_front();
+  marker_cv_.notify_all();
+}
+
+bool ClusterState::wait_fence_marker(const std::string& value, std::chrono::steady_clock::time_point until) const {
+  std::unique_lock lock(marker_mu_);
+  return marker_cv_.wait_until(lock, until, [&] { return std::find(markers_seen_.rbegin(), markers_seen_.rend(), value) != markers_seen_.rend(); });
 }
 
 bool ClusterState::ready() const {
@@ -216,6 +241,7 @@ void ClusterState::begin_pod_list(bool consistent) {
   pod_listing_ = true;
   pod_list_consistent_ = consistent;
   pod_list_started_ = std::chrono::steady_clock::now();
+  listed_marker_.clear();
 }
 
 void ClusterState::undecodable_locked(const char* kind, const char* how, const std::string& why) {
@@ -228,12 +254,13 @@ void ClusterState::undecodable_locked(const char* kind, const char* how, const s
 }
 
 Status ClusterState::list_pod(std::string_view json) {
-  auto pod = parse_pod(json, contract_->selection());  // decoded before the lock: lists are large
+  auto pod = parse_pod(json, selection_);  // decoded before the lock: lists are large
   std::unique_lock lock(mu_);
   if (!pod) {
     undecodable_locked("pod", "listed", pod.message());
     return Error{pod.message()};
   }
+  marker_seen_locked(*pod, /*listing=*/true);
   if (PodEntry* entry = apply_pod_locked(std::move(*pod))) entry->listed = pod_list_generation_;
   return Status::Ok();
 }
@@ -258,21 +285,30 @@ void ClusterState::end_pod_list() {
   pod_listing_ = false;
   reservations_.pod_list_ended_locked(generation, pod_list_consistent_, pod_list_started_, listed);
   pods_synced_ = true;
+  if (!listed_marker_.empty()) {
+    // The whole list is applied now: the marker's value in it counts.
+    std::lock_guard marker_lock(marker_mu_);
+    markers_seen_.push_back(std::exchange(listed_marker_, {}));
+    if (markers_seen_.size() > 512) markers_seen_.pop_front();
+    marker_cv_.notify_all();
+  }
 }
 
 void ClusterState::abort_pod_list() {
   std::unique_lock lock(mu_);
   pod_listing_ = false;
+  listed_marker_.clear();
 }
 
 Result<std::string> ClusterState::pod_event(WatchEventType type, std::string_view json) {
-  auto pod = parse_pod(json, contract_->selection());
+  auto pod = parse_pod(json, selection_);
   std::unique_lock lock(mu_);
   if (!pod) {
     undecodable_locked("pod", "watched", pod.message());
     return pod.error();
   }
   std::string rv = pod->meta.resource_version;
+  if (type != WatchEventType::kDeleted) marker_seen_locked(*pod, /*listing=*/false);
   if (type == WatchEventType::kDeleted) {
     ++counters_.pod_events;
     delete_pod_locked(pod->meta.uid);

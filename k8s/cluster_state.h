@@ -26,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -78,6 +79,10 @@ struct SyncOptions {
   // under the state's lock, once per change of the object; the daemon posts
   // an Event on the ResourceQuota).
   std::function<void(const ObjectMeta& quota, const std::string& message)> on_quota_problem;
+  // The bind fence's marker pod (k8s/bind_fence.h), "namespace" and "name";
+  // empty: none. Its writes, delivered by the pod watch, tell how far the
+  // ledger has caught up (wait_fence_marker).
+  std::string fence_marker_namespace, fence_marker_name;
 };
 
 struct SyncCounters {
@@ -194,7 +199,15 @@ class ClusterState {
   std::vector<std::string> held_by(const std::vector<std::string_view>& nodes) const;
   // Whether any node lock is held now (held_by would name someone).
   bool any_held() const;
-  const Selection& selection() const { return contract_->selection(); }
+  // What the decoders keep: the contract's, and the bind fence's marker.
+  const Selection& selection() const { return selection_; }
+
+  // Waits until the pod watch has delivered the marker pod carrying
+  // `value` (a value of the bind fence's annotation, written by this
+  // process) and every event before it has been applied, or `until`. Then
+  // the ledger holds every pod bound before that write: what a namespace
+  // read would have told a bind (the quota's fence), without the read.
+  bool wait_fence_marker(const std::string& value, std::chrono::steady_clock::time_point until) const;
 
  private:
   friend class Reservations;  // the Assumed state machine, under mu_
@@ -219,6 +232,15 @@ class ClusterState {
 
   SyncOptions options_;
   std::shared_ptr<const Contract> contract_;
+  Selection selection_;
+  // The marker values the watch delivered, the latest last (a few hundred),
+  // and the value of the relist in progress (promoted when it ends: until
+  // then its earlier items may not all be applied).
+  void marker_seen_locked(const Pod& pod, bool listing);
+  mutable std::mutex marker_mu_;
+  mutable std::condition_variable marker_cv_;
+  std::deque<std::string> markers_seen_;
+  std::string listed_marker_;
   mutable std::shared_mutex mu_;
   LedgerBuilder builder_;                                      // the ledger and the pod-to-ledger rules
   std::unordered_map<std::string, PodEntry> pods_;             // by UID

@@ -41,6 +41,9 @@ class BindService::BindInFlight final : public Binder::Listener {
                  bool* moved) override {
     return service_.recheck(pod_, placement_.request, who_, fresh, in_namespace, target, moved);
   }
+  bool watch_caught_up(const std::string& marker_value, Binder::Clock::time_point until) override {
+    return service_.state_.wait_fence_marker(marker_value, until);
+  }
   void finished(Binder::Outcome outcome, const k8s::BindTarget& written) override {
     service_.uncount_in_flight(written.uid, written.node, per_node_);
     service_.finish(std::move(outcome), written, who_, placement_.reserved, placement_.reason, reply_);

@@ -42,8 +42,11 @@ class Binder {
     // (Listener::recheck) before the Binding is posted; under a contract
     // with a node lock (Contract::node_lock) the lock is taken first.
     bool fenced = false;
-    // Non-empty (a fenced bind whose namespace has a GPU quota): the
-    // namespace's pods are read as well, and rechecked against the quota.
+    // Non-empty (a fenced bind whose namespace has a GPU quota): another
+    // writer's binds on other nodes count too. The watch's delivery of the
+    // fence's marker write proves the ledger has them; failing that (no
+    // marker, the watch behind), the namespace's bound pods are read as
+    // well. Either way the reservation is rechecked against the quota.
     std::string fence_namespace;
     // A bind that reserved: after an unknown outcome the binder reads the pod
     // until it can tell where it stands (Listener::settled), so the
@@ -63,6 +66,10 @@ class Binder {
     // says why the bind is refused.
     virtual Status recheck(const std::vector<k8s::Pod>& fresh, const std::vector<k8s::Pod>& in_namespace, k8s::BindTarget& target,
                            bool* moved) = 0;
+    // Whether the pod watch delivers the bind fence's marker write carrying
+    // `marker_value` by `until`: the ledger then holds every pod bound
+    // before it, and the quota's fence needs no namespace read.
+    virtual bool watch_caught_up(const std::string& /*marker_value*/, Clock::time_point /*until*/) { return false; }
     // What became of the bind, once: `written` is the target as posted.
     virtual void finished(Outcome outcome, const k8s::BindTarget& written) = 0;
     // Only after an unknown outcome of a Job with settle_unknown, after

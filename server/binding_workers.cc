@@ -88,17 +88,29 @@ Binder::Outcome BindingWorkers::fence_and_post(k8s::ApiClient& client, Job& job,
   Outcome out;
   if (job.fenced && fence_ != nullptr) {
     const auto started = Clock::now();
-    auto fresh = fence_->node_pods(client, t.node, job.arrived, job.deadline);
+    k8s::BindFence::ReadAt at;
+    auto fresh = fence_->node_pods(client, t.node, job.arrived, job.deadline, &at);
+    std::string where = "there";  // what the ledger could not be shown to hold
     Result<std::vector<k8s::Pod>> in_namespace = std::vector<k8s::Pod>{};
     if (fresh && !job.fence_namespace.empty()) {
-      in_namespace = fence_->namespace_pods(client, job.fence_namespace, job.arrived, job.deadline);
-      if (!in_namespace) fresh = Error{in_namespace.message() + ", for its GPU quota"};
+      // A namespace's bound pods may be thousands: read them only when the
+      // watch has not shown, within a moment, that the ledger has them.
+      const bool caught_up =
+          !at.marker_value.empty() && listener.watch_caught_up(at.marker_value, std::min(job.deadline, Clock::now() + kWatchCatchUp));
+      metrics_.bind_fence_quota(caught_up);
+      if (!caught_up) {
+        in_namespace = fence_->namespace_pods(client, job.fence_namespace, at, job.deadline);
+        if (!in_namespace) {
+          fresh = in_namespace.error();
+          where = "in namespace " + job.fence_namespace + ", whose GPU quota it counts against";
+        }
+      }
     }
     metrics_.bind_fence(std::chrono::duration<double>(Clock::now() - started).count(), fresh.ok());
-    if (!fresh && Clock::now() >= job.deadline) return too_late(t, "while reading the node's pods from the API server (" + fresh.message() + ")");
+    if (!fresh && Clock::now() >= job.deadline) return too_late(t, "while reading bound pods from the API server (" + fresh.message() + ")");
     if (!fresh) {
       return Outcome{Error{"pod " + who + " was not bound to " + t.node +
-                           ": fracpack could not confirm that its ledger holds every pod the API server has bound there (" +
+                           ": fracpack could not confirm that its ledger holds every pod the API server has bound " + where + " (" +
                            fresh.message() + "); kube-scheduler will retry it"}};
     }
     if (Status s = listener.recheck(*fresh, *in_namespace, job.target, &out.moved); !s.ok()) {

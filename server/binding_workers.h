@@ -54,6 +54,10 @@ class BindingWorkers final : public Binder {
   // A Binding is posted only with at least this much of its bind timeout
   // left (a quarter of the timeout when that is less).
   static constexpr std::chrono::milliseconds kMinPostBudget{500};
+  // How long a bind in a namespace with a GPU quota waits for the pod watch
+  // to deliver the fence's marker write (milliseconds when the watch is
+  // live) before it reads the namespace's pods instead.
+  static constexpr std::chrono::milliseconds kWatchCatchUp{100};
   // Reads that settle a bind whose outcome was unknown.
   static constexpr int kSettleReads = 5;
   static constexpr std::chrono::milliseconds kSettleSpacing{500};

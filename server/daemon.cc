@@ -97,6 +97,11 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
     keys_error_ = keys.message();
   }
   so.trust = keys_.trust;
+  if (mode_ == "kubernetes") {
+    const k8s::BindFence::Marker marker = marker_of(options_.config.cluster.bind_fence_marker);
+    so.fence_marker_namespace = marker.ns;
+    so.fence_marker_name = marker.name;
+  }
   // What the ledger says of a pod's record goes to the log and, as an
   // Event in the pod's own namespace naming only that pod, to its owner.
   so.on_record_report = [this](const k8s::RecordReport& r) {

@@ -43,6 +43,10 @@ struct Metrics::Impl {
                                                          .Name("fracpack_bind_fence_duration_seconds")
                                                          .Help("Time a bind spent reading what the API server has bound on its node, by result.")
                                                          .Register(registry);
+  prometheus::Family<prometheus::Counter>& fence_quota = prometheus::BuildCounter()
+                                                          .Name("fracpack_bind_fence_quota_total")
+                                                          .Help("Binds in a namespace with a GPU quota, by how its other writers' pods were seen: the pod watch delivered the fence's marker write (watch), or the namespace's bound pods were read (read).")
+                                                          .Register(registry);
   prometheus::Family<prometheus::Histogram>& bind_wait = prometheus::BuildHistogram()
                                                              .Name("fracpack_bind_queue_wait_seconds")
                                                              .Help("Time a bind waited for a worker before it was fenced and posted.")
@@ -69,7 +73,10 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) impl_->latency.Add({{"verb", verb}}, latency_buckets());
   for (const char* outcome : {"passed", "failed", "unresolvable"}) impl_->filter_nodes.Add({{"outcome", outcome}});
   for (const char* result : {"ok", "failed"}) impl_->fence.Add({{"result", result}}, latency_buckets());
+  for (const char* how : {"watch", "read"}) impl_->fence_quota.Add({{"how", how}});
 }
+
+void Metrics::bind_fence_quota(bool watch) { impl_->fence_quota.Add({{"how", watch ? "watch" : "read"}}).Increment(); }
 
 void Metrics::bind_waited(double seconds) { impl_->bind_wait.Add({}, latency_buckets()).Observe(seconds); }
 

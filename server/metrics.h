@@ -11,6 +11,9 @@
 //   fracpack_bind_failures_total{reason}                 no_longer_fits, api_error, unknown_pod, ...
 //   fracpack_preemptions_total{outcome}
 //   fracpack_bind_fence_duration_seconds{result}         the bind fence's reads (ok / failed)
+//   fracpack_bind_fence_quota_total{how}                 binds in a namespace with a GPU quota: the
+//                                                        watch delivered the marker (watch) or the
+//                                                        namespace's pods were read (read)
 //   fracpack_bind_queue_wait_seconds                     a bind's wait for a worker
 //   fracpack_admission_reviews_total{decision}           the webhook's answers
 //   ...and the scrape-time families listed in extender_service.h.
@@ -58,6 +61,10 @@ class Metrics {
   void preempted(std::string_view outcome);
   // A bind's fence (k8s/bind_fence.h): how long the reads took, and whether they answered.
   void bind_fence(double seconds, bool ok);
+  // A bind in a namespace with a GPU quota was fenced for it: `watch` (the
+  // pod watch delivered the fence's marker write) or `read` (the
+  // namespace's bound pods were read).
+  void bind_fence_quota(bool watch);
   // How long a bind waited for a binding worker.
   void bind_waited(double seconds);
   // An admission review answered: allowed, denied or bad_request.

@@ -87,28 +87,30 @@ TEST_F(BindFenceTest, ReadsTheNodesLivePodsEachWay) {
 // progress but pod writes, so a read at the current (global) resourceVersion
 // waits for the next pod write; in a quiet cluster every bind timed out.
 // A write to the marker is a pod write: the read after it is served at once.
-// For a namespace with a GPU quota: the namespace's live pods on every
-// node, read as the node's are, and one marker write serves both reads of
-// a bind.
+// For a namespace with a GPU quota: the namespace's bound live pods on
+// every node, read at the node read's version (one marker write per bind).
 TEST_F(BindFenceTest, ReadsANamespacesLivePodsAtTheVersionOfTheNodesRead) {
   server_.create("pods", pod_object(PodSpec("t1", "team", "n2", "Running", half_card(), {}, "u-t1")));
   server_.create("pods", pod_object(PodSpec("t2", "team", "", "Pending", half_card(), {}, "u-t2")));
   server_.create("pods", pod_object(PodSpec("t3", "team", "n1", "Failed", half_card(), {}, "u-t3")));
   k8s::ApiClient client(client_for(server_));
   const auto now = k8s::BindFence::Clock::now();
-  ASSERT_TRUE(marked_.node_pods(client, "n1", now, now + 5s).ok());
-  auto pods = marked_.namespace_pods(client, "team", now, now + 5s);
+  k8s::BindFence::ReadAt at;
+  ASSERT_TRUE(marked_.node_pods(client, "n1", now, now + 5s, &at).ok());
+  EXPECT_EQ(at.version, marker_version(server_));
+  EXPECT_FALSE(at.marker_value.empty());
+  auto pods = marked_.namespace_pods(client, "team", at, now + 5s);
   ASSERT_TRUE(pods.ok()) << pods.message();
   std::vector<std::string> names;
   for (const auto& p : *pods) names.push_back(p.meta.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"t1", "t2"})) << "live pods only, of that namespace";
+  EXPECT_EQ(names, (std::vector<std::string>{"t1"})) << "bound live pods only, of that namespace";
   const auto log = server_.request_log();
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log[0], "PATCH /api/v1/namespaces/fracpack-system/pods/fracpack-bind-fence");
-  EXPECT_EQ(log[2], "GET /api/v1/namespaces/team/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&resourceVersion=" +
+  EXPECT_EQ(log[2], "GET /api/v1/namespaces/team/pods?fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&resourceVersion=" +
                         marker_version(server_));
   EXPECT_EQ(marked_.stats().version_reads, 1u);
-  EXPECT_EQ(marked_.stats().shared, 1u);
+  EXPECT_EQ(marked_.stats().shared, 0u) << "the namespace's read reuses the node read's version: one fence per bind";
 }
 
 TEST(BindFenceQuietCluster, TheMarkersWriteLetsTheCacheServeWhereTheVersionWaits) {
@@ -251,7 +253,7 @@ TEST(BindFenceAuto, TheApiServersVersionPicksTheRead) {
 // A ledger that still holds a pod the API server has deleted (its watch is
 // late) holds more than it should, but nothing is double-booked: no report.
 TEST_F(BindFenceTest, TheReconcilerReportsOnlyOverCommitsTheApiServerConfirms) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.apply_pod(decoded_pod(*server_.get("pods", "default", "a")));
   const std::string late = bound_share_pod("late", "n1", 0, 75, 4096);  // with a: 1250 milli on card 0

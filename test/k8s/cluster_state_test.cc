@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/gpushare.h"
 #include "test/support/cluster_harness.h"
@@ -22,7 +24,7 @@ std::string json_of(const std::string& name, const std::string& node, const std:
 }
 
 TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.begin_pod_list(false);
   ASSERT_TRUE(state.list_pod(bound_share_pod("a", "n1", 0)).ok());
@@ -37,8 +39,41 @@ TEST(ClusterState, ARelistReplacesTheStoreAndReleasesWhatTheGoneHeld) {
   EXPECT_EQ(state.counters().relist_deletions, 1u);
 }
 
+// The bind fence's marker write as the pod watch delivers it (the quota's
+// fence, ClusterState::wait_fence_marker): counted from a watch event, or
+// once the whole relist holding it is applied; never from a pod that is not
+// the marker (a tenant may write the annotation on its own pods).
+TEST(ClusterState, TheFenceMarkerCountsOnceTheWatchHasDeliveredIt) {
+  k8s::SyncOptions o;
+  o.fence_marker_namespace = "fracpack-system";
+  o.fence_marker_name = "fracpack-bind-fence";
+  k8s::ClusterState state(o);
+  auto marker = [](const std::string& ns, const std::string& name, const std::string& value) {
+    return pod_object(PodSpec(name, ns, "", "Pending", {}, {{"fracpack.io/bind-fence", value}}, "u-" + ns + "-" + name));
+  };
+  auto seen = [&](const std::string& value) { return state.wait_fence_marker(value, std::chrono::steady_clock::now() + 20ms); };
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, marker("team-a", "p", "7-1")).ok());
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, marker("team-a", "fracpack-bind-fence", "7-1")).ok());
+  EXPECT_FALSE(seen("7-1")) << "a tenant's pod is not the marker";
+  ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kModified, marker("fracpack-system", "fracpack-bind-fence", "7-1")).ok());
+  EXPECT_TRUE(seen("7-1"));
+  state.begin_pod_list(false);
+  ASSERT_TRUE(state.list_pod(marker("fracpack-system", "fracpack-bind-fence", "7-2")).ok());
+  EXPECT_FALSE(seen("7-2")) << "the list's later items are not applied yet";
+  state.end_pod_list();
+  EXPECT_TRUE(seen("7-2"));
+  EXPECT_TRUE(seen("7-1")) << "an earlier value stays seen";
+  // Waiting ends when the event arrives.
+  std::thread later([&] {
+    std::this_thread::sleep_for(50ms);
+    (void)state.pod_event(k8s::WatchEventType::kModified, marker("fracpack-system", "fracpack-bind-fence", "7-3"));
+  });
+  EXPECT_TRUE(state.wait_fence_marker("7-3", std::chrono::steady_clock::now() + 10s));
+  later.join();
+}
+
 TEST(ClusterState, PodsAreFoundByUidOrName) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_pod(decoded_pod(json_of("a", "")));
   ASSERT_TRUE(state.pod("u-a").has_value());
   ASSERT_TRUE(state.pod_by_name("default", "a").has_value());

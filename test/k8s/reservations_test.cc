@@ -54,7 +54,7 @@ bool held(const k8s::ClusterState& state, const std::string& uid) {
 }
 
 TEST(Reservations, ReserveChoosesAndHoldsUnderTheLockAndRefusesWhatNoLongerFits) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 1));
   auto first = state.reservations().reserve({"u-a", "default/a", 0, 0}, [](const Ledger& l) { return first_fit(l, "n1"); },
                                             scheduling::Clock::now());
@@ -73,7 +73,7 @@ TEST(Reservations, ReserveChoosesAndHoldsUnderTheLockAndRefusesWhatNoLongerFits)
 }
 
 TEST(Reservations, EachSettlementReleasesOrKeepsAndCountsAsDocumented) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 4));
   reserve(state, "u-accepted", "n1", 0);
   reserve(state, "u-refused", "n1", 1);
@@ -96,7 +96,7 @@ TEST(Reservations, EachSettlementReleasesOrKeepsAndCountsAsDocumented) {
 }
 
 TEST(Reservations, AConfirmedPodIsNeverReleasedByASettlementMeantForAReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   ASSERT_TRUE(state.pod_event(k8s::WatchEventType::kAdded, bound_share_pod("a", "n1", 0)).ok());
   EXPECT_FALSE(state.reservations().settle("u-a", Settlement::kNotBound));
@@ -105,7 +105,7 @@ TEST(Reservations, AConfirmedPodIsNeverReleasedByASettlementMeantForAReservation
 }
 
 TEST(Reservations, TheReconcilerIsOfferedOnlyOldUnconfirmedReservations) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   const auto t0 = scheduling::Clock::now();
   Allocation a{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
@@ -125,7 +125,7 @@ TEST(Reservations, TheReconcilerIsOfferedOnlyOldUnconfirmedReservations) {
 }
 
 TEST(Reservations, TheBlindExpiryReleasesOnlyReservationsPastTheirTtl) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   const auto t0 = scheduling::Clock::now();
   Allocation a{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{1, "", 8192, 500}}}}};
@@ -139,7 +139,7 @@ TEST(Reservations, TheBlindExpiryReleasesOnlyReservationsPastTheirTtl) {
 }
 
 TEST(Reservations, APodProvenGoneIsNotBroughtBackByALateEvent) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.apply_pod(decoded_pod(json_of("a", "")));
   reserve(state, "u-a", "n1", 0);
@@ -155,7 +155,7 @@ TEST(Reservations, APodProvenGoneIsNotBroughtBackByALateEvent) {
 // A pod the store never saw (kube-scheduler sent it with filter) was bound;
 // a quorum list started after its Binding that lacks it proves it gone.
 TEST(Reservations, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   reserve(state, "u-a", "n1", 0);
   state.reservations().settle("u-a", k8s::Reservations::Settlement::kBindingAccepted, std::chrono::steady_clock::now() - 1s);
@@ -166,7 +166,7 @@ TEST(Reservations, AConsistentRelistWithoutABoundPodReleasesItsReservation) {
 }
 
 TEST(ReservationsRecheck, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   // Another writer put half a card on card 0 and a whole card 1 in use.
   auto r = reserve_and_recheck(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0)), decoded_pod(bound_share_pod("whole", "n1", 1, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
@@ -184,7 +184,7 @@ TEST(ReservationsRecheck, KeepsTheReservationWhenItStillFitsBesideTheUnseenPods)
 }
 
 TEST(ReservationsRecheck, MovesTheReservationOffACardAnotherWriterFilled) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   auto r = reserve_and_recheck(state, 2, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->moved);
@@ -197,7 +197,7 @@ TEST(ReservationsRecheck, MovesTheReservationOffACardAnotherWriterFilled) {
 }
 
 TEST(ReservationsRecheck, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   auto r = reserve_and_recheck(state, 1, {decoded_pod(bound_share_pod("other", "n1", 0, 100, 16384))});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("bound by another scheduler"), std::string::npos) << r.message();
@@ -214,7 +214,7 @@ TEST(ReservationsRecheck, RefusesWhenTheNodeIsFullAndReleasesTheReservation) {
 // scheduler bound there; the second one's fence then finds nothing new, but
 // its reservation no longer fits beside that pod and must move.
 TEST(ReservationsRecheck, AReservationOverCommittedByAnotherFencesCatchUpIsCheckedToo) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   reserve(state, "first", "n1", 1);
   reserve(state, "second", "n1", 0);
@@ -233,7 +233,7 @@ TEST(ReservationsRecheck, AReservationOverCommittedByAnotherFencesCatchUpIsCheck
 // The API server shows the pod being bound already bound here, with
 // another replica's cards: those are what it holds.
 TEST(ReservationsRecheck, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   reserve(state, "u-mine", "n1", 0);
   auto r = state.reservations().recheck("n1", {decoded_pod(bound_share_pod("mine", "n1", 1))}, "u-mine", [](const Ledger&) -> Result<Allocation> {
@@ -250,7 +250,7 @@ TEST(ReservationsRecheck, APodAnotherReplicaBoundHoldsTheCardsItsRecordNames) {
 }
 
 TEST(ReservationsRecheck, NothingNewLeavesEverythingAsItWas) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   state.apply_pod(decoded_pod(bound_share_pod("seen", "n1", 1)));
   reserve(state, "mine", "n1", 0);
@@ -268,7 +268,7 @@ TEST(ReservationsRecheck, NothingNewLeavesEverythingAsItWas) {
 // A read may predate a deletion the watch has already applied: the pod must
 // not come back (nothing would ever remove it again).
 TEST(ReservationsRecheck, APodTheInformerSawDeletedIsNotBroughtBack) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   const k8s::Pod gone = decoded_pod(bound_share_pod("gone", "n1", 0, 100, 16384));
   state.apply_pod(gone);
@@ -281,7 +281,7 @@ TEST(ReservationsRecheck, APodTheInformerSawDeletedIsNotBroughtBack) {
 }
 
 TEST(ReservationsRecheck, AReservationReleasedMeanwhileIsNotBound) {
-  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}});
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
   state.apply_node(decoded_node("n1", 2));
   auto r = state.reservations().recheck("n1", {}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
   ASSERT_FALSE(r.ok());

@@ -1199,7 +1199,8 @@ TEST(Manifests, RbacMatchesTheCode) {
       {std::regex(R"re(request\("GET", "/api/v1/pods\?limit=1")re"), "|pods|list"},
       {std::regex(R"re("/api/v1/pods\?fieldSelector=" \+ url_encode\(selector\))re"), "|pods|list (one node)"},
       // ... and, for a namespace with a GPU quota, its pods (a cluster-wide list grant covers it).
-      {std::regex(R"re("/api/v1/namespaces/" \+ url_encode\(namespace_name\) \+ "/pods";)re"), "|pods|list (one namespace)"},
+      {std::regex(R"re("/api/v1/namespaces/" \+ url_encode\(namespace_name\) \+ "/pods\?fieldSelector=" \+ url_encode\(selector\))re"),
+       "|pods|list (one namespace)"},
       {std::regex(R"re(request\("PATCH", "/api/v1/namespaces/" \+ url_encode\(marker_.ns\) \+ "/pods/" \+ url_encode\(marker_.name\))re"),
        "|pods|patch (the bind fence's marker, by name)"},
       {std::regex(R"re("/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+ \+ "/binding")re"), "|pods/binding|create"},

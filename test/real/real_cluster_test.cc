@@ -276,8 +276,18 @@ TEST_F(Real, B2_ANamespacesGpuQuotaIsAcceptedByKubernetesAndEnforcedByFracpack) 
   };
   ASSERT_TRUE(RealCluster::wait_for(memory_hard_raised, 30s)) << cluster().fracpack_metrics();
   const std::string nudge = json{{"metadata", {{"labels", {{"fracpack-test/nudge", "quota-raised"}}}}}}.dump();
-  (void)cluster().request("PATCH", "/api/v1/nodes/localhost", nudge, RealCluster::As::kAdmin, "application/merge-patch+json");
-  ASSERT_TRUE(wait_phase("default", "over-quota", "Running", 90s)) << unschedulable_message("default", "over-quota");
+  auto nudged = cluster().request("PATCH", "/api/v1/nodes/localhost", nudge, RealCluster::As::kAdmin, "application/merge-patch+json");
+  ASSERT_TRUE(nudged && nudged->status == 200) << (nudged ? nudged->body : nudged.message());
+  const bool running = wait_phase("default", "over-quota", "Running", 90s);
+  const std::string unnudge = json{{"metadata", {{"labels", {{"fracpack-test/nudge", nullptr}}}}}}.dump();
+  (void)cluster().request("PATCH", "/api/v1/nodes/localhost", unnudge, RealCluster::As::kAdmin, "application/merge-patch+json");
+  ASSERT_TRUE(running) << unschedulable_message("default", "over-quota");
+  // Its bind saw the other writers' pods of the namespace: through the
+  // watch (the fence's marker write delivered) or a read of them.
+  const std::string metrics = cluster().fracpack_metrics();
+  EXPECT_TRUE(metrics.find("fracpack_bind_fence_quota_total{how=\"watch\"} 1") != std::string::npos ||
+              metrics.find("fracpack_bind_fence_quota_total{how=\"read\"} 1") != std::string::npos)
+      << metrics.substr(metrics.find("fracpack_bind_fence_quota_total"), 300);
   (void)cluster().request("DELETE", "/api/v1/namespaces/default/pods/over-quota");
   (void)cluster().request("DELETE", "/api/v1/namespaces/default/resourcequotas/gpu-quota");
   ASSERT_TRUE(RealCluster::wait_for([&] { return cluster().fracpack_metrics().find("fracpack_quota_hard{namespace=\"default\"") == std::string::npos; }, 30s));

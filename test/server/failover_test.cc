@@ -75,8 +75,14 @@ TEST(Failover, NoNamespaceIsEverSeenAboveItsGpuQuota) {
     const FailoverReport r = run_failover(o);
     expect_no_overcommit(r, o, 50);  // the quotas hold about 27 of the 64 cards
     std::printf("%s", r.quota_table().c_str());
-    // Every GPU bind read its namespace's pods.
-    EXPECT_GE(r.namespace_reads, r.placed) << r.quota_table();
+    if (o.bind_fence_read == "marker") {
+      // The watch's delivery of the marker write spares most binds the
+      // namespace read (not all: watches are cut).
+      EXPECT_LT(r.namespace_reads, r.placed) << r.quota_table();
+    } else {
+      // Without a marker every GPU bind reads its namespace's bound pods.
+      EXPECT_GE(r.namespace_reads, r.placed) << r.quota_table();
+    }
     std::string samples;
     for (const auto& s : r.samples) samples += "\n  " + s;
     EXPECT_EQ(r.over_quota_max, 0u) << r.quota_table() << samples;
