@@ -203,6 +203,7 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
     // rewritten since the bind, to make the pod look as if it held
     // nothing): what it asks is still what its resources say.
     if (auto amounts = bound_request(pod)) {
+      ++counters_.malformed_pods;
       problems_("pod " + key, req.message() + " (charged by what its containers ask)");
       req = std::move(amounts);
     }
@@ -313,10 +314,12 @@ bool LedgerBuilder::infer(const Pod& pod) {
   const std::string& uid = pod.meta.uid;
   const scheduling::NodeState* node = ledger_.node(pod.node_name);
   if (node == nullptr || !node->present()) return false;
-  // Where its cards went is settled: only what it asks counts (a model or
-  // NUMA annotation rewritten after the bind must not make it fit nowhere
-  // and so be charged nothing while its container holds a card).
-  auto req = bound_request(pod);
+  // Its placement annotations point inference at the cards it holds (a
+  // pinned UUID or model); but where they cannot be read, or fit no card of
+  // its node (rewritten after the bind, so that it would be charged
+  // nothing while its container holds a card), only what it asks counts.
+  auto req = contract_.pod_request(pod);
+  if (!req) req = bound_request(pod);
   if (!req) return false;
   const PodFacts facts{uid, pod.key(), req->cpu_milli, req->memory_bytes};
   ledger_.remove(uid);  // infer against the node without this pod
@@ -366,6 +369,15 @@ bool LedgerBuilder::infer(const Pod& pod) {
   // cordons: the pod is already there).
   static const scheduling::BestCardRanker kBest;
   scheduling::FitResult fit = scheduling::explain_fit(*req, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
+  if (!fit.fits) {
+    if (auto amounts = bound_request(pod)) {
+      scheduling::FitResult anywhere = scheduling::explain_fit(*amounts, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
+      if (anywhere.fits) {
+        req = std::move(amounts);
+        fit = std::move(anywhere);
+      }
+    }
+  }
   const std::string digest = sha256(record_message(uid, pod.node_name, record_keys_, pod.meta.annotations));
   if (!fit.fits) {
     // Keep its CPU and memory; with trusted records the node stays closed

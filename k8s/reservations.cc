@@ -1,5 +1,6 @@
 #include "k8s/reservations.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "k8s/cluster_state.h"
@@ -31,7 +32,6 @@ Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, c
   // one that counts). On the node, for its cards; in the namespace, on any
   // node, for its quota.
   std::vector<const Pod*> missing;
-  size_t missing_here = 0;          // of `missing`: on the bind's node
   const Pod* mine_bound = nullptr;  // this very pod, already bound here
   size_t unknown = 0;               // of `missing`: pods the ledger held nothing for, or other cards
   std::unordered_set<std::string_view> seen;
@@ -45,7 +45,6 @@ Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, c
       return;
     }
     missing.push_back(&p);
-    if (p.node_name == node) ++missing_here;
     const scheduling::NodeState* there = ledger.node(p.node_name);
     const RecordedAllocation rec = store_.contract_->recorded_allocation(p, there != nullptr ? &there->spec() : nullptr);
     if (r == nullptr || r->node != p.node_name || rec.kind != RecordedAllocation::Kind::kAllocation ||
@@ -89,8 +88,7 @@ Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, c
   // watch applied since is counted, as confirm() records bound pods).
   const std::string ns(scheduling::namespace_of_key(mine->key));
   auto namespace_over_quota = [&] { return !ledger.quota_admits(ns, mine->quota, uid).ok(); };
-  const bool cards_short = missing_here > 0 || holds_overcommitted();
-  if (missing.empty() && !cards_short && !namespace_over_quota()) return Rechecked{mine->allocation, 0, false};
+  if (missing.empty() && !holds_overcommitted() && !namespace_over_quota()) return Rechecked{mine->allocation, 0, false};
   // Judge the reservation beside the pods the watch has not delivered, and
   // beside what other binds' fences applied since it was made (confirm()
   // records a bound pod even where it over-commits a reservation): lift it,
@@ -110,9 +108,13 @@ Result<Reservations::Rechecked> Reservations::recheck(const std::string& node, c
   }
   if (!chosen) {
     accepted_at_.erase(uid);
-    if (!cards_short) {
-      return Error{"namespace " + ns + " holds pods bound by another scheduler " +
-                   (missing.empty() ? "since this bind reserved" : "that fracpack's watch had not delivered yet") + ": " + chosen.message()};
+    // Its namespace's quota refuses it (other writers' pods counted now, or
+    // the quota lowered or unreadable since it reserved), or the node's cards.
+    if (Status q = ledger.quota_admits(ns, saved.quota); !q.ok()) {
+      const bool others = std::any_of(missing.begin(), missing.end(), [&](const Pod* p) { return p->meta.namespace_name == ns; });
+      return Error{"namespace " + ns +
+                   (others ? " holds pods bound by another scheduler that fracpack's watch had not delivered yet: " : " is at its GPU quota: ") +
+                   q.message()};
     }
     return Error{"node " + node + " holds pods bound by another scheduler that fracpack's watch had not delivered yet: " + chosen.message()};
   }

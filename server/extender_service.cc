@@ -130,22 +130,20 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     const std::string& ns = pod.meta.namespace_name;
     const Ledger::QuotaCheck quota = ledger.check_quota(ns, *req, pod.meta.uid);
     const bool quota_per_node = quota.per_node;
-    {
-      if (const Status& s = quota.admitted; !s.ok()) {
-        // Refused on every node alike (not unresolvable: the quota may grow,
-        // the namespace's pods may finish).
-        Verdict refused;
-        refused.reason = "pod " + pod.key() + ": " + s.message();
-        if (full) {
-          reserve_for_all();
-          for (const auto& n : *args->nodes) judge(n.name, n.json, refused);
-        } else if (args->node_names) {
-          drop_repeated(*args->node_names, NodeNameCache::repeats(*args->node_names));
-          reserve_for_all();
-          for (const auto& n : *args->node_names) judge(n, n, refused);
-        }
-        return 0;
+    if (const Status& s = quota.admitted; !s.ok()) {
+      // Refused on every node alike (not unresolvable: the quota may grow,
+      // the namespace's pods may finish).
+      Verdict refused;
+      refused.reason = "pod " + pod.key() + ": " + s.message();
+      if (full) {
+        reserve_for_all();
+        for (const auto& n : *args->nodes) judge(n.name, n.json, refused);
+      } else if (args->node_names) {
+        drop_repeated(*args->node_names, NodeNameCache::repeats(*args->node_names));
+        reserve_for_all();
+        for (const auto& n : *args->node_names) judge(n, n, refused);
       }
+      return 0;
     }
     Verdict over_quota;
     // A fitting verdict whose cards on `node` would take the namespace past

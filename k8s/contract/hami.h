@@ -94,7 +94,9 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
             std::string(kRecordSignatureAnnotation)};
   }
   std::vector<std::string> placement_annotations() const override {
-    return {names_.use_type, names_.nouse_type, names_.use_uuid, names_.nouse_uuid, names_.numa_bind, names_.vgpu_mode};
+    // (Not nvidia.com/vgpu-mode: a pod of another mode, MIG or MPS, is not
+    // fracpack's to charge as a hami-core share.)
+    return {names_.use_type, names_.nouse_type, names_.use_uuid, names_.nouse_uuid, names_.numa_bind};
   }
   // hami.io/mutex.lock (HamiNames::node_lock), expiring after nodeLockExpire.
   const NodeLock* node_lock() const override { return &node_lock_; }

@@ -239,9 +239,43 @@ TEST(QuotaFence, ANamespacePutOverItsQuotaSinceTheReservationRefusesTheBind) {
   auto r = state.reservations().recheck("n1", {}, "u1", fixed_choice(half), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.message(),
-            "namespace team holds pods bound by another scheduler since this bind reserved: exceeds ResourceQuota team/gpu "
-            "limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card");
+            "namespace team is at its GPU quota: exceeds ResourceQuota team/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, "
+            "hard 1 card");
   EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.pod("u1"); }), nullptr);
+}
+
+// A quota lowered (or made unreadable) while the bind was in flight: the
+// reservation is a new placement, refused with the quota's own reason.
+TEST(QuotaFence, AQuotaLoweredOrMadeUnreadableSinceTheReservationRefusesTheBindWithItsReason) {
+  for (const std::string hard : {"0", "1.5"}) {
+    k8s::ClusterState state(k8s::SyncOptions{});
+    state.apply_node(decoded_node("n1", 2));
+    state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "2"}}));
+    const scheduling::Allocation half{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
+    ASSERT_TRUE(state.reservations().reserve({"u1", "team/p1", 0, 0}, fixed_choice(half), scheduling::Clock::now()).ok());
+    state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", hard}}));
+    auto r = state.reservations().recheck("n1", {}, "u1", fixed_choice(half), {});
+    ASSERT_FALSE(r.ok()) << hard;
+    EXPECT_TRUE(r.message().starts_with("namespace team is at its GPU quota: ")) << r.message();
+    EXPECT_NE(r.message().find(hard == "0" ? "hard 0 cards" : "cannot be read"), std::string::npos) << r.message();
+    EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.pod("u1"); }), nullptr);
+  }
+}
+
+// A namespace pod on this very node that the node's read lacked (bound
+// between the two reads) counts for the cards too, once.
+TEST(QuotaFence, ANamespacePodOnThisNodeIsAppliedOnce) {
+  k8s::ClusterState state(k8s::SyncOptions{});
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "4"}}));
+  const k8s::Pod other = bound_in("team", "other", "n1", 0);
+  const scheduling::Allocation half{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
+  ASSERT_TRUE(state.reservations().reserve({"u1", "team/p1", 0, 0}, fixed_choice(half), scheduling::Clock::now()).ok());
+  auto r = state.reservations().recheck("n1", {other}, "u1", fixed_choice(half), {other});
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->applied, 1u) << "seen in both reads, applied once";
+  EXPECT_EQ(state.counters().fence_caught_up, 1u);
+  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.namespace_use("team").cards; }), 2);
 }
 
 }  // namespace
