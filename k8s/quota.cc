@@ -15,11 +15,12 @@ Result<int64_t> hard_value(const std::string& text, int64_t unit) {
   if (!q) return Error{q.message()};
   if (q->negative()) return Error{"\"" + text + "\" is negative"};
   if (!q->is_integer()) return Error{"\"" + text + "\" is not a whole number"};
-  // A suffix ("80Gi", "2k") would count bytes or thousands where the key
-  // counts MiB, cards or percent: "80Gi" read as 85899345920 MiB is no
-  // limit at all. Only plain numbers, as HAMi's keys are written.
-  if (text.find_first_not_of("0123456789") != std::string::npos) {
-    return Error{"\"" + text + "\" is not a plain whole number (write MiB, cards or percent without a suffix)"};
+  // A binary suffix ("80Gi") counts bytes where the key counts MiB, cards
+  // or percent: "80Gi" read as 85899345920 MiB is no limit at all. Decimal
+  // forms are the API server's own: it stores a plain 10000000 as "10M"
+  // (found on kube-apiserver v1.20.2), so they are read as the number they are.
+  if (text.find('i') != std::string::npos) {
+    return Error{"\"" + text + "\" has a binary suffix, which counts bytes: write MiB, cards or percent as a plain number"};
   }
   auto v = q->value();
   if (!v || *v > std::numeric_limits<int64_t>::max() / unit) return Error{"\"" + text + "\" is too large"};

@@ -67,14 +67,20 @@ TEST(QuotaLimits, AValueThatIsNotAWholeNumberIsMalformedAndSaysWhy) {
 
 // "80Gi" is a whole number of bytes, read as MiB it would be no limit at
 // all; a scoped ResourceQuota selects pods fracpack does not judge. Both
-// fail closed, saying why.
-TEST(QuotaLimits, ASuffixOrAScopeIsMalformedNotReadAsSomethingElse) {
+// fail closed, saying why. A decimal form is the API server's own
+// rendering of a plain number (it stores 10000000 as "10M"): read as that
+// number.
+TEST(QuotaLimits, ABinarySuffixOrAScopeIsMalformedNotReadAsSomethingElse) {
   k8s::FracpackContract fracpack;
-  auto suffixed = k8s::quota_limits(quota("ns", "q", {{"limits.fracpack.io/gpu-memory", "80Gi"}, {"limits.fracpack.io/gpu", "2k"}}),
+  auto suffixed = k8s::quota_limits(quota("ns", "q", {{"limits.fracpack.io/gpu-memory", "80Gi"}, {"limits.fracpack.io/gpu", "2k"},
+                                                      {"limits.fracpack.io/gpu-cores", "10M"}}),
                                     fracpack.quota_keys());
-  ASSERT_EQ(suffixed.size(), 2u);
-  EXPECT_EQ(suffixed[0].malformed, "\"80Gi\" is not a plain whole number (write MiB, cards or percent without a suffix)");
-  EXPECT_FALSE(suffixed[1].malformed.empty());
+  ASSERT_EQ(suffixed.size(), 3u);
+  EXPECT_EQ(suffixed[0].malformed, "\"80Gi\" has a binary suffix, which counts bytes: write MiB, cards or percent as a plain number");
+  EXPECT_EQ(suffixed[1].malformed, "");
+  EXPECT_EQ(suffixed[1].hard, 2000);
+  EXPECT_EQ(suffixed[2].malformed, "");
+  EXPECT_EQ(suffixed[2].hard, 10000000);
   auto json = k8s::resource_quota_json(quota("ns", "q", {{"limits.fracpack.io/gpu", "2"}}));
   json.insert(json.find("\"hard\""), "\"scopes\":[\"Terminating\"],");
   auto scoped = k8s::parse_resource_quota(json, fracpack.selection());
