@@ -184,7 +184,8 @@ class Failover {
     reap_binds(false);
     while (!pending_.empty()) {
       const size_t i = std::uniform_int_distribution<size_t>(0, pending_.size() - 1)(rng_);
-      const auto [ns, name] = pending_[i];
+      // (Named copies, not a structured binding: clang 14 cannot capture one.)
+      const std::string ns = pending_[i].first, name = pending_[i].second;
       auto text = api_.get("pods", ns, name);
       const bool in_flight = std::any_of(inflight_.begin(), inflight_.end(), [&](const InFlight& f) { return f.name == name; });
       if (!text || json::parse(*text)["spec"].contains("nodeName")) {
