@@ -76,7 +76,9 @@ TEST(Log, ParsesLevelsAndFormatsByName) {
 // What log() writes to stderr while `f` runs (fd 2 sent to a file).
 template <typename F>
 std::string captured_stderr(F f) {
-  const std::string path = ::testing::TempDir() + "/log_test_stderr";
+  // One file per process: ctest -j runs the Log tests side by side, and a
+  // shared name mixed one test's lines into the other's (seen in CI's TSan stage).
+  const std::string path = ::testing::TempDir() + "/log_test_stderr." + std::to_string(::getpid());
   std::fflush(stderr);
   const int saved = ::dup(2);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
