@@ -192,6 +192,13 @@ k8s::Pod bound_in(const std::string& ns, const std::string& name, const std::str
                                         {{"fracpack.io/allocation", allocation_annotation(node, {{card, 50}}, 8192)}}, "u-" + name)));
 }
 
+// Nodes n1 and n2 of 2 cards, and namespace team's quota of `cards` cards.
+void two_nodes_and_a_card_quota(k8s::ClusterState& state, const std::string& cards) {
+  state.apply_node(decoded_node("n1", 2));
+  state.apply_node(decoded_node("n2", 2));
+  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", cards}}));
+}
+
 Result<k8s::Reservations::Rechecked> reserve_half_and_recheck(k8s::ClusterState& state, const std::vector<k8s::Pod>& in_namespace) {
   const scheduling::Allocation half{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
   if (auto r = state.reservations().reserve({"u1", "team/p1", 0, 0}, fixed_choice(half), scheduling::Clock::now()); !r) return r.error();
@@ -200,9 +207,7 @@ Result<k8s::Reservations::Rechecked> reserve_half_and_recheck(k8s::ClusterState&
 
 TEST(QuotaFence, AnotherWritersBindOnAnotherNodeThatTheWatchLacksCountsAgainstTheQuota) {
   k8s::ClusterState state(k8s::SyncOptions{});
-  state.apply_node(decoded_node("n1", 2));
-  state.apply_node(decoded_node("n2", 2));
-  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "1"}}));
+  two_nodes_and_a_card_quota(state, "1");
   auto r = reserve_half_and_recheck(state, {bound_in("team", "other", "n2", 0)});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.message(),
@@ -221,9 +226,7 @@ TEST(QuotaFence, AnotherWritersBindOnAnotherNodeThatTheWatchLacksCountsAgainstTh
 
 TEST(QuotaFence, KeepsTheReservationWhenTheQuotaHoldsBoth) {
   k8s::ClusterState state(k8s::SyncOptions{});
-  state.apply_node(decoded_node("n1", 2));
-  state.apply_node(decoded_node("n2", 2));
-  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "2"}}));
+  two_nodes_and_a_card_quota(state, "2");
   auto r = reserve_half_and_recheck(state, {bound_in("team", "other", "n2", 0)});
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->applied, 1u);
@@ -236,9 +239,7 @@ TEST(QuotaFence, KeepsTheReservationWhenTheQuotaHoldsBoth) {
 // finds the namespace over its quota with nothing missing, and refuses.
 TEST(QuotaFence, ANamespacePutOverItsQuotaSinceTheReservationRefusesTheBind) {
   k8s::ClusterState state(k8s::SyncOptions{});
-  state.apply_node(decoded_node("n1", 2));
-  state.apply_node(decoded_node("n2", 2));
-  state.apply_resource_quota(quota("team", "gpu", {{"limits.fracpack.io/gpu", "1"}}));
+  two_nodes_and_a_card_quota(state, "1");
   const scheduling::Allocation half{"n1", {scheduling::ContainerAllocation{"main", false, {scheduling::CardShare{0, "", 8192, 500}}}}};
   ASSERT_TRUE(state.reservations().reserve({"u1", "team/p1", 0, 0}, fixed_choice(half), scheduling::Clock::now()).ok());
   state.apply_pod(bound_in("team", "other", "n2", 0));

@@ -24,6 +24,11 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
+// The namespace GPU quota's keys (fracpack contract).
+constexpr const char* kCardsKey = "limits.fracpack.io/gpu";
+constexpr const char* kMemoryKey = "limits.fracpack.io/gpu-memory";
+constexpr const char* kCoresKey = "limits.fracpack.io/gpu-cores";
+
 class TenantAttack : public NodeCluster {
  protected:
   // A pod as a user writes it by hand: `spec` fields and annotations of their choosing.
@@ -165,6 +170,30 @@ class TenantAttack : public NodeCluster {
     const auto cards = ledger_cards(cluster_->daemon());
     for (const auto& c : cards.at(kGpuNode)) free += c.cores == 0 ? 1 : 0;
     return free;
+  }
+
+  // Quota attack: the tenant rewrites a placement annotation of its bound
+  // pod (`key` set to `value`) and deletes its record; after every replica
+  // restarted, the pod still counts against the 1-card quota and the next
+  // pod is refused by filter and by bind.
+  void placement_annotation_keeps_quota_use(const std::string& key, const std::string& value) {
+    ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "1"}}));
+    const std::vector<Ctr> whole = {{"main", false, 1}};
+    const std::string a1 = bind("a1", whole, "team-a");
+    ASSERT_EQ(quota_used("team-a", kCardsKey), 1);
+    patch_annotation("a1", key, value, "team-a");
+    remove_annotations("a1", {"fracpack.io/allocation", "fracpack.io/gpu-indices", "fracpack.io/allocation-signature"}, "team-a");
+    ASSERT_TRUE(Cluster::wait_for([&] { return counters().changed_records == 1; }, 10s));
+    EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "at once";
+    ASSERT_NO_FATAL_FAILURE(restart_and_wait_ready("team-a"));
+    ASSERT_TRUE(wait_in_ledger({a1}));
+    EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "after every replica restarted";
+    create_pending("a2", whole, "team-a");
+    const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card";
+    EXPECT_EQ(filter_refusal("a2", "team-a"), "pod team-a/a2: " + refusal);
+    const Status s = bind_judged("a2", "team-a");
+    EXPECT_FALSE(s.ok()) << "bound past the quota: team-a holds 2 cards, hard 1";
+    EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
   }
 };
 
@@ -338,9 +367,6 @@ TEST_F(TenantAttack, APodDeletedAMomentAgoDoesNotLendItsCards) {
 // may patch. The tenant below can create and patch pods in its own
 // namespace only: no write on ResourceQuotas, no signing key.
 
-constexpr const char* kCardsKey = "limits.fracpack.io/gpu";
-constexpr const char* kMemoryKey = "limits.fracpack.io/gpu-memory";
-constexpr const char* kCoresKey = "limits.fracpack.io/gpu-cores";
 
 // Quota attack 1: a namespace at its quota edits its own bound pods'
 // records (one claims no card at all, one loses its record and signature)
@@ -499,47 +525,15 @@ TEST_F(TenantAttack, ARecordWrittenBeforeTheBindIsReplacedByWhatFracpackChose) {
 // (Contract::placement_annotations, LedgerBuilder::bound_request): it is
 // charged what its containers ask, wherever its cards went.
 TEST_F(TenantAttack, APlacementAnnotationNoCardMatchesDoesNotLowerYourQuotaUse) {
-  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "1"}}));
-  const std::vector<Ctr> whole = {{"main", false, 1}};
-  const std::string a1 = bind("a1", whole, "team-a");
-  ASSERT_EQ(quota_used("team-a", kCardsKey), 1);
-  patch_annotation("a1", "fracpack.io/gpu-model", "H100-SXM5-80GB", "team-a");
-  remove_annotations("a1", {"fracpack.io/allocation", "fracpack.io/gpu-indices", "fracpack.io/allocation-signature"}, "team-a");
-  ASSERT_TRUE(Cluster::wait_for([&] { return counters().changed_records == 1; }, 10s));
-  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "at once";
-  ASSERT_NO_FATAL_FAILURE(restart_and_wait_ready("team-a"));
   // (Read with the model it now names, its request would fit no card of
   // its node: it was then charged no card.)
-  ASSERT_TRUE(wait_in_ledger({a1}));
-  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "after every replica restarted";
-  create_pending("a2", whole, "team-a");
-  const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card";
-  EXPECT_EQ(filter_refusal("a2", "team-a"), "pod team-a/a2: " + refusal);
-  const Status s = bind_judged("a2", "team-a");
-  EXPECT_FALSE(s.ok()) << "bound past the quota: team-a holds 2 cards, hard 1";
-  EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
+  placement_annotation_keeps_quota_use("fracpack.io/gpu-model", "H100-SXM5-80GB");
 }
 
 TEST_F(TenantAttack, AnUnreadablePlacementAnnotationDoesNotLowerYourQuotaUse) {
-  ASSERT_NO_FATAL_FAILURE(set_quota("team-a", {{kCardsKey, "1"}}));
-  const std::vector<Ctr> whole = {{"main", false, 1}};
-  const std::string a1 = bind("a1", whole, "team-a");
-  ASSERT_EQ(quota_used("team-a", kCardsKey), 1);
-  patch_annotation("a1", "fracpack.io/numa", "both", "team-a");
-  remove_annotations("a1", {"fracpack.io/allocation", "fracpack.io/gpu-indices", "fracpack.io/allocation-signature"}, "team-a");
-  ASSERT_TRUE(Cluster::wait_for([&] { return counters().changed_records == 1; }, 10s));
-  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "at once";
-  ASSERT_NO_FATAL_FAILURE(restart_and_wait_ready("team-a"));
   // (With that annotation its request cannot be read: it was then
   // confirmed with no card.)
-  ASSERT_TRUE(wait_in_ledger({a1}));
-  EXPECT_EQ(quota_used("team-a", kCardsKey), 1) << "after every replica restarted";
-  create_pending("a2", whole, "team-a");
-  const std::string refusal = "exceeds ResourceQuota team-a/gpu limits.fracpack.io/gpu: used 1 card, asked 1 card, hard 1 card";
-  EXPECT_EQ(filter_refusal("a2", "team-a"), "pod team-a/a2: " + refusal);
-  const Status s = bind_judged("a2", "team-a");
-  EXPECT_FALSE(s.ok()) << "bound past the quota: team-a holds 2 cards, hard 1";
-  EXPECT_NE(s.message().find(refusal), std::string::npos) << s.message();
+  placement_annotation_keeps_quota_use("fracpack.io/numa", "both");
 }
 
 }  // namespace
