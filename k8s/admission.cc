@@ -7,42 +7,43 @@
 namespace fracpack::k8s {
 namespace {
 
-using json = nlohmann::json;
+// (Named Tree, not json: k8s/json.h is the namespace k8s::json.)
+using Tree = nlohmann::json;
 
-const json* member(const json& j, const char* key) {
+const Tree* member(const Tree& j, const char* key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-std::string text(const json& j, const char* key) {
-  const json* v = member(j, key);
+std::string text(const Tree& j, const char* key) {
+  const Tree* v = member(j, key);
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 bool contains(const std::vector<std::string>& list, const std::string& x) { return std::find(list.begin(), list.end(), x) != list.end(); }
 
 // The value of annotation `key`, or nullptr (absent, or not a string).
-const json* annotation(const json& object, const std::string& key) {
-  const json* meta = member(object, "metadata");
-  const json* annotations = meta != nullptr ? member(*meta, "annotations") : nullptr;
+const Tree* annotation(const Tree& object, const std::string& key) {
+  const Tree* meta = member(object, "metadata");
+  const Tree* annotations = meta != nullptr ? member(*meta, "annotations") : nullptr;
   if (annotations == nullptr || !annotations->is_object()) return nullptr;
   auto it = annotations->find(key);
   return it == annotations->end() ? nullptr : &*it;
 }
 
 // The first resource of `names` a container of the pod asks (limits or requests), or "".
-std::string asked_resource(const json& pod, const std::vector<std::string>& names) {
-  const json* spec = member(pod, "spec");
+std::string asked_resource(const Tree& pod, const std::vector<std::string>& names) {
+  const Tree* spec = member(pod, "spec");
   if (spec == nullptr) return {};
   for (const char* list : {"initContainers", "containers"}) {
-    const json* containers = member(*spec, list);
+    const Tree* containers = member(*spec, list);
     if (containers == nullptr || !containers->is_array()) continue;
-    for (const json& c : *containers) {
-      const json* resources = member(c, "resources");
+    for (const Tree& c : *containers) {
+      const Tree* resources = member(c, "resources");
       if (resources == nullptr) continue;
       for (const char* kind : {"limits", "requests"}) {
-        const json* r = member(*resources, kind);
+        const Tree* r = member(*resources, kind);
         if (r == nullptr || !r->is_object()) continue;
         for (const std::string& n : names) {
           if (r->contains(n)) return n;
@@ -62,10 +63,10 @@ std::string joined(const std::vector<std::string>& v) {
 }  // namespace
 
 Result<AdmissionResult> review_admission(std::string_view body, const AdmissionPolicy& policy) {
-  json review;
+  Tree review;
   try {
-    review = json::parse(body);
-  } catch (const json::exception& e) {
+    review = Tree::parse(body);
+  } catch (const Tree::exception& e) {
     return Error{std::string("the body is not JSON: ") + e.what()};
   }
   if (!review.is_object()) return Error{"the body is not an AdmissionReview object"};
@@ -74,24 +75,24 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
   if (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1") {
     return Error{"apiVersion: expected admission.k8s.io/v1 or v1beta1, got \"" + api_version + "\""};
   }
-  const json* request = member(review, "request");
+  const Tree* request = member(review, "request");
   if (request == nullptr || !request->is_object()) return Error{"AdmissionReview: no request"};
   const std::string uid = text(*request, "uid");
   if (uid.empty()) return Error{"AdmissionReview: request.uid is missing"};
 
   const std::string operation = text(*request, "operation");
-  const json* resource = member(*request, "resource");
+  const Tree* resource = member(*request, "resource");
   const std::string group = resource != nullptr ? text(*resource, "group") : "";
   const std::string plural = resource != nullptr ? text(*resource, "resource") : "";
   const std::string sub = text(*request, "subResource");
-  const json* user = member(*request, "userInfo");
+  const Tree* user = member(*request, "userInfo");
   const std::string username = user != nullptr ? text(*user, "username") : "";
   const bool writer = !username.empty() && contains(policy.record_writers, username);
-  const json empty = json::object();
-  const json* object = member(*request, "object");
-  const json* old = member(*request, "oldObject");
-  const json& obj = object != nullptr ? *object : empty;
-  const json* meta = member(obj, "metadata");
+  const Tree empty = Tree::object();
+  const Tree* object = member(*request, "object");
+  const Tree* old = member(*request, "oldObject");
+  const Tree& obj = object != nullptr ? *object : empty;
+  const Tree* meta = member(obj, "metadata");
   std::string ns = text(*request, "namespace");
   if (ns.empty() && meta != nullptr) ns = text(*meta, "namespace");
   std::string name = text(*request, "name");
@@ -103,10 +104,10 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
   auto refuse = [&refusal](std::string why) {
     if (refusal.empty()) refusal = std::move(why);
   };
-  auto guarded_written = [&](const json& now, const json* before) {
+  auto guarded_written = [&](const Tree& now, const Tree* before) {
     for (const std::string& key : policy.guarded_annotations) {
-      const json* a = annotation(now, key);
-      const json* b = before != nullptr ? annotation(*before, key) : nullptr;
+      const Tree* a = annotation(now, key);
+      const Tree* b = before != nullptr ? annotation(*before, key) : nullptr;
       if ((a == nullptr) == (b == nullptr) && (a == nullptr || *a == *b)) continue;
       return key;
     }
@@ -128,7 +129,7 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
     }
     if (operation == "CREATE") {
       if (const std::string r = asked_resource(obj, policy.resources); !r.empty()) {
-        const json* spec = member(obj, "spec");
+        const Tree* spec = member(obj, "spec");
         const std::string node = spec != nullptr ? text(*spec, "nodeName") : "";
         std::string scheduler = spec != nullptr ? text(*spec, "schedulerName") : "";
         if (!node.empty()) {
@@ -159,9 +160,9 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
   AdmissionResult out;
   out.allowed = refusal.empty();
   out.message = refusal;
-  json response = {{"uid", uid}, {"allowed", out.allowed}};
+  Tree response = {{"uid", uid}, {"allowed", out.allowed}};
   if (!out.allowed) response["status"] = {{"code", 403}, {"reason", "Forbidden"}, {"message", refusal}};
-  out.response = json{{"apiVersion", api_version}, {"kind", "AdmissionReview"}, {"response", response}}.dump();
+  out.response = Tree{{"apiVersion", api_version}, {"kind", "AdmissionReview"}, {"response", response}}.dump();
   return out;
 }
 

@@ -8,7 +8,8 @@
 
 namespace fracpack::k8s {
 
-using nlohmann::json;
+// (Tree, not json: k8s/json.h is the namespace k8s::json.)
+using Tree = nlohmann::json;
 using SystemClock = std::chrono::system_clock;
 
 std::string format_node_lock(SystemClock::time_point at, const std::string& ns, const std::string& name) {
@@ -44,20 +45,20 @@ Result<NodeRead> read_node(ApiClient& client, const std::string& node, const std
   auto r = client.request("GET", node_path(node), {}, "application/json", timeout);
   if (!r) return Error{"reading node " + node + ": " + r.message()};
   if (r->status != 200) return Error{"reading node " + node + ": " + std::to_string(r->status) + " " + api_error_message(*r)};
-  json n = json::parse(r->body, nullptr, false);
+  Tree n = Tree::parse(r->body, nullptr, false);
   if (!n.is_object()) return Error{"reading node " + node + ": the answer is not a JSON object"};
   NodeRead out;
-  const json meta = n.value("metadata", json::object());
+  const Tree meta = n.value("metadata", Tree::object());
   out.resource_version = meta.value("resourceVersion", "");
-  const json ann = meta.value("annotations", json::object());
+  const Tree ann = meta.value("annotations", Tree::object());
   if (ann.contains(annotation) && ann[annotation].is_string()) out.lock = ann[annotation].get<std::string>();
   return out;
 }
 
 // 200: written; 409: the node changed since it was read; else an error.
-Result<int> patch_lock(ApiClient& client, const std::string& node, const std::string& annotation, const json& value,
+Result<int> patch_lock(ApiClient& client, const std::string& node, const std::string& annotation, const Tree& value,
                        const std::string& resource_version, std::chrono::milliseconds timeout) {
-  json body = {{"metadata", {{"annotations", {{annotation, value}}}, {"resourceVersion", resource_version}}}};
+  Tree body = {{"metadata", {{"annotations", {{annotation, value}}}, {"resourceVersion", resource_version}}}};
   auto r = client.request("PATCH", node_path(node), body.dump(), "application/merge-patch+json", timeout);
   if (!r) return Error{"writing node " + node + "'s " + annotation + ": " + r.message()};
   if (r->status == 200 || r->status == 409) return r->status;

@@ -1,5 +1,7 @@
 #include "common/json/check.h"
 
+#include "common/json/stream.h"
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -27,7 +29,6 @@ inline uint64_t string_stops(uint64_t x) {
   return control | zero_byte(x ^ ('"' * kOnes)) | zero_byte(x ^ ('\\' * kOnes));
 }
 
-inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 inline bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
@@ -146,7 +147,7 @@ class Checker {
 
  private:
   void skip_space() {
-    while (p_ != end_ && is_space(*p_)) ++p_;
+    while (p_ != end_ && json_space(*p_)) ++p_;
   }
 
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }

@@ -13,8 +13,6 @@ namespace {
 
 constexpr size_t npos = std::string_view::npos;
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 #ifdef FRACPACK_JSON_STREAM_SIMD
 // One 64-byte block as bit masks, bit i for byte i.
 struct BlockMasks {
@@ -192,7 +190,7 @@ Status ObjectSplitter::feed(std::string_view data, const std::function<Status(st
       continue;
     }
     const char c = data[i];
-    if (is_space(c)) {
+    if (json_space(c)) {
       ++i;
       continue;
     }
@@ -239,12 +237,12 @@ Status ListSplitter::feed(std::string_view data, const std::function<Status(std:
     }
     const char c = data[i];
     if (done_) {
-      if (!is_space(c)) return Error{"list: trailing content after the body"};
+      if (!json_space(c)) return Error{"list: trailing content after the body"};
       ++i;
       continue;
     }
     if (!started_) {
-      if (is_space(c)) {
+      if (json_space(c)) {
         ++i;
         continue;
       }
@@ -291,7 +289,7 @@ Status ListSplitter::feed(std::string_view data, const std::function<Status(std:
         done_ = true;
         continue;
       }
-      if (is_space(c) || value_started_) continue;
+      if (json_space(c) || value_started_) continue;
       value_started_ = true;
       if (value_kind_ == 1) {
         if (c == '{') {
@@ -307,7 +305,7 @@ Status ListSplitter::feed(std::string_view data, const std::function<Status(std:
     }
     if (value_kind_ == 2 && before == 2 && !was_string) {
       // Between the elements of "items".
-      if (is_space(c) || c == ',') continue;
+      if (json_space(c) || c == ',') continue;
       if (c == ']' && after == 1) {
         value_kind_ = 3;
         continue;

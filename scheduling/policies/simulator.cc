@@ -38,7 +38,7 @@ namespace {
 constexpr double kMaxSpecCpu = 128000;  // the simulator's normalisers (gpushareutils.MaxSpecCpu/Gpu)
 constexpr double kMaxSpecGpu = 8000;
 
-const BestCardRanker kBest;
+const BestCardRanker kSimulatorBest;
 
 // Pod demand as the simulator sees it: CPU, cards k, milli per card u.
 struct SimPod {
@@ -55,7 +55,7 @@ SimPod sim_pod(const PodRequest& pod) {
 class NodeScorePolicy : public Policy {
  public:
   bool evaluate(const PodRequest& pod, const NodeState& node, Evaluation& out) override {
-    if (!assign(pod, node, kBest, out.picks)) return false;
+    if (!assign(pod, node, kSimulatorBest, out.picks)) return false;
     out.score = score(pod, node);
     return true;
   }
@@ -184,7 +184,7 @@ class Utilisation : public Policy {
   std::pair<int64_t, int64_t> score_range() const override { return {0, 10000}; }
   bool evaluate(const PodRequest& pod, const NodeState& node, Evaluation& out) override {
     static const SpreadCardRanker kSpread;
-    const CardRanker& ranker = pack_ ? static_cast<const CardRanker&>(kBest) : kSpread;
+    const CardRanker& ranker = pack_ ? static_cast<const CardRanker&>(kSimulatorBest) : kSpread;
     if (!assign(pod, node, ranker, out.picks)) return false;
     std::vector<CardUse> use = node.use();
     size_t k = 0;

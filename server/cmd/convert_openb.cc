@@ -17,7 +17,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack convert openb [options] > snapshot.json
+constexpr const char* kConvertOpenbHelp = R"(usage: fracpack convert openb [options] > snapshot.json
 
 Writes the openb experiment of one seed as a Kubernetes v1 List: the GPU nodes
 (named with the seed's tie-breaking prefix), the tuned arrivals as pending
@@ -282,7 +282,7 @@ int cmd_convert_openb(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv, {"trace-dir", "workload", "nodes", "pods", "mix", "mix-seed", "spec-source", "seed", "tune", "go-rng", "output", "profile", "split-count"}, {"help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kConvertOpenbHelp;
     return 0;
   }
   if (!args->positional().empty()) return usage_error("unexpected argument " + args->positional()[0]);

@@ -20,7 +20,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack inspect [--server URL | --snapshot FILE] [NODE] [options]
+constexpr const char* kInspectHelp = R"(usage: fracpack inspect [--server URL | --snapshot FILE] [NODE] [options]
        fracpack inspect [--server URL | --snapshot FILE] quota [NAMESPACE] [options]
 
 Shows what fracpack has reserved, per node and card: model, GPU memory used
@@ -253,7 +253,7 @@ int cmd_inspect(const std::vector<std::string>& argv_in) {
   auto args = Args::parse(argv, {"server", "snapshot", "config", "profile", "output", "timeout", "ca-file", "node"}, {"insecure-skip-tls-verify", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kInspectHelp;
     return 0;
   }
   if (args->has("server") && args->has("snapshot")) return usage_error("--server and --snapshot exclude each other");

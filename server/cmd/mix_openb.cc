@@ -8,7 +8,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack mix openb --mix STEPS [options] > pods.csv
+constexpr const char* kMixOpenbHelp = R"(usage: fracpack mix openb --mix STEPS [options] > pods.csv
 
 Builds a workload mix from an openb pod list the way the FGD paper built its
 17 workloads, at any strength, and writes it as an openb pod list (the
@@ -50,7 +50,7 @@ int cmd_mix_openb(const std::vector<std::string>& argv) {
                           {"help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kMixOpenbHelp;
     return 0;
   }
   if (!args->positional().empty()) return usage_error("unexpected argument " + args->positional()[0]);

@@ -14,7 +14,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack node-agent [options]
+constexpr const char* kNodeAgentHelp = R"(usage: fracpack node-agent [options]
 
 Runs on each GPU node (a DaemonSet): discovers the cards with NVML,
 publishes them as the Node's fracpack.io/gpu-devices annotation (written
@@ -57,7 +57,7 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kNodeAgentHelp;
     return 0;
   }
   if (!args->positional().empty()) return usage_error("node-agent takes no positional arguments (see --help)");

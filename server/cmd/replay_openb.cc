@@ -18,7 +18,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack replay openb [options]
+constexpr const char* kReplayOpenbHelp = R"(usage: fracpack replay openb [options]
 
 Replays the FGD paper's experiment (ATC'23) on the Alibaba openb trace: the
 pods arrive one at a time in a seeded shuffled order, tuned to 130 % of the
@@ -96,7 +96,7 @@ int cmd_replay_openb(const std::vector<std::string>& argv) {
                           {"json", "no-learn", "help", "dynamic"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kReplayOpenbHelp;
     return 0;
   }
   if (!args->positional().empty()) return usage_error("unexpected argument " + args->positional()[0]);

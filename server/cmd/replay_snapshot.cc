@@ -15,7 +15,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack replay snapshot FILE.json [options]
+constexpr const char* kReplaySnapshotHelp = R"(usage: fracpack replay snapshot FILE.json [options]
 
 Replays a recorded cluster: a Kubernetes v1 List of nodes and pods, as
 "kubectl get nodes,pods,resourcequotas -A -o json" writes it (or fracpack's /debug/snapshot,
@@ -45,7 +45,7 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv, {"policy", "profile", "scheduler-name", "seed"}, {"json", "no-learn", "placements", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kReplaySnapshotHelp;
     return 0;
   }
   if (args->positional().size() != 1) return usage_error("replay snapshot takes one snapshot file (see --help)");

@@ -11,7 +11,7 @@
 namespace fracpack::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: fracpack serve [options]
+constexpr const char* kServeHelp = R"(usage: fracpack serve [options]
 
 Runs the kube-scheduler extender: POST <prefix>filter, prioritize, bind and
 preempt; GET /healthz, /readyz, /metrics, /version, /debug/ledger and
@@ -58,7 +58,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
-    std::cout << kHelp;
+    std::cout << kServeHelp;
     return 0;
   }
   if (!args->positional().empty()) return usage_error("serve takes no positional arguments (see --help)");

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace fracpack {
+namespace fracpack::error_body_test {
 namespace {
 
 using json = nlohmann::json;
@@ -42,4 +42,4 @@ TEST(ErrorBody, ACutNeverSplitsAUtf8Sequence) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::error_body_test

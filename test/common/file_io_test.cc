@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace fracpack {
+namespace fracpack::file_io_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -79,4 +79,4 @@ TEST(FileIo, AFolderIsNotAFileToRead) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::file_io_test

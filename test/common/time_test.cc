@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack {
+namespace fracpack::time_test {
 namespace {
 
 TEST(Time, ParsesRfc3339WithFractionsAndOffsets) {
@@ -22,4 +22,4 @@ TEST(Time, FormatsUtcWholeSeconds) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::time_test

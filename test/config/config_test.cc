@@ -11,7 +11,7 @@
 #include "test/support/record_keys.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::config {
+namespace fracpack::config::config_test {
 namespace {
 
 using testing::run_fracpack;
@@ -216,4 +216,4 @@ TEST(ParseDuration, GoSyntax) {
 }
 
 }  // namespace
-}  // namespace fracpack::config
+}  // namespace fracpack::config::config_test

@@ -11,7 +11,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/hami.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::admission_test {
 namespace {
 
 using json = nlohmann::json;
@@ -188,4 +188,4 @@ TEST(Admission, BadInputIsAnErrorNeverAnAllow) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::admission_test

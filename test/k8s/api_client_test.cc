@@ -16,7 +16,7 @@
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::api_client_test {
 namespace {
 
 // Found on the real API server: a failed connect left its socket open and
@@ -107,4 +107,4 @@ TEST(ApiClient, KeepsOneConnectionAcrossRequests) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::api_client_test

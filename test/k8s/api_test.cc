@@ -24,7 +24,7 @@
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::api_test {
 namespace {
 
 using json = nlohmann::json;
@@ -114,9 +114,9 @@ TEST(Reconciler, EventsOlderThanAProvenDeletionAreIgnored) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::api_test
 
-namespace fracpack::testing {
+namespace fracpack::testing::api_test {
 namespace {
 
 // Found by the chaos soak: past its TTL, a reservation whose pod is bound
@@ -181,4 +181,4 @@ TEST(Reconciler, PastTheTtlOnlyProvablyUnboundPodsLoseTheirReservation) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::api_test

@@ -11,7 +11,7 @@
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::auth_test {
 namespace {
 
 std::string write(const std::string& name, const std::string& text) {
@@ -133,4 +133,4 @@ TEST(Auth, EndpointsAndBase64) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::auth_test

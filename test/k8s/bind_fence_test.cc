@@ -14,7 +14,7 @@
 #include "scheduling/fit.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::bind_fence_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -275,4 +275,4 @@ TEST_F(BindFenceTest, TheReconcilerReportsOnlyOverCommitsTheApiServerConfirms) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::bind_fence_test

@@ -11,7 +11,7 @@
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::binding_test {
 namespace {
 
 using json = nlohmann::json;
@@ -126,4 +126,4 @@ TEST(Binder, BindingBodyFollowsTheReference) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::binding_test

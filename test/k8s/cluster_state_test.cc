@@ -11,7 +11,7 @@
 #include "k8s/contract/gpushare.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::cluster_state_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -135,4 +135,4 @@ TEST(ClusterState, TheContractsConfigMapsFollowListsAndEvents) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::cluster_state_test

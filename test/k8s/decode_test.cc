@@ -4,7 +4,7 @@
 
 #include "k8s/contract/fracpack.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::decode_test {
 namespace {
 
 const Selection kSel = ContractNames{}.selection();
@@ -135,4 +135,4 @@ TEST(Objects, WatchEventEnvelopes) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::decode_test

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::encode_test {
 namespace {
 
 using json = nlohmann::json;
@@ -193,4 +193,4 @@ TEST(Encode, AListOfTheEncodedObjectsReadsBack) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::encode_test

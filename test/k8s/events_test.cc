@@ -13,7 +13,7 @@
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::events_test {
 namespace {
 
 using json = nlohmann::json;
@@ -163,4 +163,4 @@ TEST(Events, StoppingTheWorkerEndsItPromptly) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::events_test

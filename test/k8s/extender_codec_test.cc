@@ -11,7 +11,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/limits.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::extender_codec_test {
 namespace {
 
 const Selection kSel = FracpackContract{}.selection();
@@ -351,4 +351,4 @@ TEST(PreemptionArgs, MetaVictimsAndFullVictims) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::extender_codec_test

@@ -11,7 +11,7 @@
 #include "k8s/contract/fracpack.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::informer_test {
 namespace {
 
 using json = nlohmann::json;
@@ -423,4 +423,4 @@ TEST(Informer, AssumedReservationsAreConfirmedOrExpire) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::informer_test

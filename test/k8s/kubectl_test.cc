@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace fracpack::testing {
+namespace fracpack::testing::kubectl_test {
 namespace {
 
 std::string find_kubectl() {
@@ -117,4 +117,4 @@ TEST(Kubectl, ListsWatchesAndBindsAgainstTheFakeApiServer) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::kubectl_test

@@ -12,7 +12,7 @@
 #include "test/support/contract_pods.h"
 #include "test/support/record_keys.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::ledger_builder_test {
 namespace {
 
 using testing::allocation_annotation;
@@ -394,4 +394,4 @@ TEST(LedgerBuilder, APeersRecordWrittenByHandIsNotCharged) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::ledger_builder_test

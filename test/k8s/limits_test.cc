@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::limits_test {
 namespace {
 
 Pod ordinary_pod() {
@@ -64,4 +64,4 @@ TEST(KubernetesLimits, ApproxBytesCountsWhatAPodHolds) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::limits_test

@@ -12,7 +12,7 @@
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::node_lock_test {
 namespace {
 
 using nlohmann::json;
@@ -127,4 +127,4 @@ TEST(NodeLock, TwoWritersNeverBothHoldIt) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::node_lock_test

@@ -11,7 +11,7 @@
 #include "scheduling/quantity.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::k8s_quota_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -286,4 +286,4 @@ TEST(QuotaFence, ANamespacePodOnThisNodeIsAppliedOnce) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::k8s_quota_test

@@ -10,7 +10,7 @@
 
 #include "test/support/record_keys.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::record_signature_test {
 namespace {
 
 const std::vector<std::string> kKeys = {"fracpack.io/allocation", "fracpack.io/gpu-indices"};
@@ -158,4 +158,4 @@ TEST(RecordSignature, TheExtenderChecksItsMacAndAnAgentTheSignature) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::record_signature_test

@@ -10,7 +10,7 @@
 #include "k8s/cluster_state.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::reservations_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -289,4 +289,4 @@ TEST(ReservationsRecheck, AReservationReleasedMeanwhileIsNotBound) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::reservations_test

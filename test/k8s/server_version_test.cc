@@ -7,7 +7,7 @@
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::server_version_test {
 namespace {
 
 TEST(ServerVersion, ReadsMajorAndMinorAsVendorsWriteThem) {
@@ -89,4 +89,4 @@ TEST(ServerVersion, ReadFromTheApiServer) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::server_version_test

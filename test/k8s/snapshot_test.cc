@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::snapshot_test {
 namespace {
 
 const FracpackContract kContract;
@@ -124,4 +124,4 @@ TEST(Snapshot, WritersRoundTripThroughTheReader) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::snapshot_test

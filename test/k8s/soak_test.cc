@@ -15,7 +15,7 @@
 #include "scheduling/fit.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::soak_test {
 namespace {
 
 using json = nlohmann::json;
@@ -213,4 +213,4 @@ TEST(Soak, ThousandsOfEventsWithFaultsNeverOvercommit) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::soak_test

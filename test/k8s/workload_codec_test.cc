@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::workload_codec_test {
 namespace {
 
 TEST(WorkloadCodec, RoundTripsAndNamesWhatIsWrong) {
@@ -26,4 +26,4 @@ TEST(WorkloadCodec, RoundTripsAndNamesWhatIsWrong) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::workload_codec_test

@@ -24,7 +24,7 @@
 #include "test/manifests/chart_renderer.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::manifests_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1527,4 +1527,4 @@ TEST(Grafana, DashboardIsValidJsonOverFracpackMetrics) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::manifests_test

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace fracpack::node {
+namespace fracpack::node::agent_state_test {
 namespace {
 
 TEST(AgentState, WritesAndReadsBackWhatWasServed) {
@@ -51,4 +51,4 @@ TEST(AgentState, AnUnwritableDirectoryIsAnErrorNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace fracpack::node
+}  // namespace fracpack::node::agent_state_test

@@ -5,7 +5,7 @@
 
 #include "test/support/waiting_pods.h"
 
-namespace fracpack::node {
+namespace fracpack::node::allocation_matcher_test {
 namespace {
 
 using scheduling::CardShare;
@@ -276,4 +276,4 @@ TEST(AllocationMatcher, ServedCountsSurviveARestartAndForgetPodsGone) {
 }
 
 }  // namespace
-}  // namespace fracpack::node
+}  // namespace fracpack::node::allocation_matcher_test

@@ -13,7 +13,7 @@
 #include "test/support/kubelet_double.h"
 #include "test/support/waiting_pods.h"
 
-namespace fracpack::node {
+namespace fracpack::node::device_plugin_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -342,4 +342,4 @@ TEST(DevicePluginRestart, ARegistrationRefusedAsKubeletsSocketAppearsIsRetriedWi
 }
 
 }  // namespace
-}  // namespace fracpack::node
+}  // namespace fracpack::node::device_plugin_test

@@ -7,7 +7,7 @@
 
 #include "test/support/waiting_pods.h"
 
-namespace fracpack::node {
+namespace fracpack::node::devices_and_pods_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -250,4 +250,4 @@ TEST(DevicesAndPods, AnAllocateThatCannotBeConfirmedIsRefusedAtItsDeadline) {
 }
 
 }  // namespace
-}  // namespace fracpack::node
+}  // namespace fracpack::node::devices_and_pods_test

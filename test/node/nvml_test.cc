@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace fracpack::node {
+namespace fracpack::node::nvml_test {
 namespace {
 
 class NvmlTest : public ::testing::Test {
@@ -144,4 +144,4 @@ TEST_F(NvmlTest, HealthEventsNameTheCardAndSkipApplicationXids) {
 }
 
 }  // namespace
-}  // namespace fracpack::node
+}  // namespace fracpack::node::nvml_test

@@ -5,7 +5,7 @@
 
 #include "test/support/record_keys.h"
 
-namespace fracpack::node {
+namespace fracpack::node::records_test {
 namespace {
 
 k8s::Pod bound_pod(const std::string& record) {
@@ -235,4 +235,4 @@ TEST(NodeRecords, ALivePodHoldsWhatItsSignedRecordSaysAndNothingElse) {
 }
 
 }  // namespace
-}  // namespace fracpack::node
+}  // namespace fracpack::node::records_test

@@ -25,7 +25,7 @@
 #include "k8s/contract/fracpack.h"
 #include "test/real/real_cluster.h"
 
-namespace fracpack::real {
+namespace fracpack::real::real_cluster_test {
 namespace {
 
 using json = nlohmann::json;
@@ -533,7 +533,7 @@ TEST_F(Real, Z_EveryInvariantHoldsAtTheEnd) {
 }
 
 }  // namespace
-}  // namespace fracpack::real
+}  // namespace fracpack::real::real_cluster_test
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -556,7 +556,7 @@ int main(int argc, char** argv) {
   std::string timings;
   for (const auto& [what, seconds] : cluster.timings()) timings += what + " " + std::to_string(seconds).substr(0, 5) + " s; ";
   std::printf("[ figures  ] bring-up: %s\n", timings.c_str());
-  fracpack::real::g_cluster = &cluster;
+  fracpack::real::real_cluster_test::g_cluster = &cluster;
   const int rc = RUN_ALL_TESTS();
   const auto down_started = std::chrono::steady_clock::now();
   cluster.down();

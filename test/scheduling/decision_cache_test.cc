@@ -7,7 +7,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::decision_cache_test {
 namespace {
 
 using fracpack::testing::node;
@@ -103,4 +103,4 @@ TEST(DecisionCache, AnEntryIsCurrentForOneNodeVersionAndPolicyGeneration) {
 
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::decision_cache_test

@@ -7,7 +7,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::evaluator_test {
 namespace {
 
 using fracpack::testing::node;
@@ -68,4 +68,4 @@ TEST(Evaluator, AProjectionIsJudgedWithoutTheCache) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::evaluator_test

@@ -6,7 +6,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::fit_test {
 namespace {
 
 using fracpack::testing::node;
@@ -328,4 +328,4 @@ TEST(Fit, AnExcludedNodeSaysWhy) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::fit_test

@@ -4,7 +4,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::fragmentation_test {
 namespace {
 
 using fracpack::testing::gpu_shape;
@@ -81,4 +81,4 @@ TEST(Fragmentation, MemoisedAnswersEqualFreshOnes) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::fragmentation_test

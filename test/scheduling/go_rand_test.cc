@@ -7,7 +7,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack {
+namespace fracpack::go_rand_test {
 namespace {
 
 std::shared_ptr<std::vector<int64_t>> cooked_table() {
@@ -73,4 +73,4 @@ TEST(GoRand, BoundedDrawsStayInRange) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::go_rand_test

@@ -8,7 +8,7 @@
 #include "scheduling/fit.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::ledger_test {
 namespace {
 
 using fracpack::testing::node;
@@ -304,4 +304,4 @@ TEST(Ledger, AssumeNeverOvercommits) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::ledger_test

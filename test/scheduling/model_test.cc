@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::model_test {
 namespace {
 
 ContainerAllocation on(std::vector<CardShare> cards, bool init = false) {
@@ -51,4 +51,4 @@ TEST(Model, CardIndicesAreSortedAndDistinct) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::model_test

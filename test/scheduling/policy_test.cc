@@ -5,7 +5,7 @@
 #include "scheduling/scheduler.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::policy_test {
 namespace {
 
 using fracpack::testing::node;
@@ -165,4 +165,4 @@ TEST(Policy, EveryPolicyRespectsACardsSharerLimit) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::policy_test

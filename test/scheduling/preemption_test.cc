@@ -6,7 +6,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::preemption_test {
 namespace {
 
 using fracpack::testing::node;
@@ -41,4 +41,4 @@ TEST(Preemption, NothingToPreemptOrNotEnough) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::preemption_test

@@ -4,7 +4,7 @@
 
 #include <random>
 
-namespace fracpack {
+namespace fracpack::quantity_test {
 namespace {
 
 int64_t value(std::string_view s) {
@@ -174,4 +174,4 @@ TEST(Quantity, CpuAndMemory) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::quantity_test

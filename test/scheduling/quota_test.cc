@@ -5,7 +5,7 @@
 #include "scheduling/ledger.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::scheduling_quota_test {
 namespace {
 
 ContainerAllocation container(std::string name, bool init, std::vector<CardShare> cards) {
@@ -228,4 +228,4 @@ TEST(QuotaUse, OnACardOfAGivenSizeCountsTheShareSizedByIt) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::scheduling_quota_test

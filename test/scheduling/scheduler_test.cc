@@ -8,7 +8,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::scheduler_test {
 namespace {
 
 using fracpack::testing::node;
@@ -134,4 +134,4 @@ TEST(Scheduler, AVerdictIsJudgedAgainWhenItsNodeChanges) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::scheduler_test

@@ -5,7 +5,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::verdict_test {
 namespace {
 
 using fracpack::testing::node;
@@ -97,4 +97,4 @@ TEST(Verdict, JudgeSaysWhenANodeIsOnlyFullForNow) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::verdict_test

@@ -7,7 +7,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::workload_test {
 namespace {
 
 using fracpack::testing::gpu_shape;
@@ -141,4 +141,4 @@ TEST(Workload, ManyObservationsNeverOverflow) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::workload_test

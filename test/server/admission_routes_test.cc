@@ -11,7 +11,7 @@
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::admission_routes_test {
 namespace {
 
 using json = nlohmann::json;
@@ -70,4 +70,4 @@ TEST(AdmissionRoutes, TheWebhookAnswersOverTlsOnItsOwnListener) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::admission_routes_test

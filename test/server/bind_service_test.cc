@@ -17,7 +17,7 @@
 #include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::bind_service_test {
 namespace {
 
 using json = nlohmann::json;
@@ -388,4 +388,4 @@ TEST(BindService, TheFenceSeesWhatAnotherSchedulerBoundBeforeTheWatchDoes) {
 
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::bind_service_test

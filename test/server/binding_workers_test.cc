@@ -16,7 +16,7 @@
 #include "k8s/node_lock.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::binding_workers_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -195,4 +195,4 @@ TEST_F(BindingWorkersTest, AFencedBindTakesTheContractsNodeLockFirst) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::binding_workers_test

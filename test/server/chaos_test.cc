@@ -7,7 +7,7 @@
 
 #include "test/support/chaos.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::chaos_test {
 namespace {
 
 ChaosOptions ci_options() {
@@ -80,4 +80,4 @@ INSTANTIATE_TEST_SUITE_P(Profiles, ChaosProfile, ::testing::Values("hami", "gpus
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::chaos_test

@@ -7,7 +7,7 @@
 
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::cluster_metrics_test {
 namespace {
 
 using server::SampledFamily;
@@ -80,4 +80,4 @@ TEST(ClusterMetrics, TheLedgerPerCardAndInTotal) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::cluster_metrics_test

@@ -9,7 +9,7 @@
 #include "scheduling/replay/sequence.h"
 #include "test/support/testlib.h"
 
-namespace fracpack {
+namespace fracpack::convert_openb_test {
 namespace {
 
 // fracpack convert + replay snapshot gives the same placements as replay
@@ -115,4 +115,4 @@ TEST(ConvertOpenb, EachProfilesSnapshotReadsBackThroughItsContract) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::convert_openb_test

@@ -5,7 +5,7 @@
 
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::credentials_test {
 namespace {
 
 TEST(Credentials, DebugRoutesCarryNoTokenOrKeyMaterial) {
@@ -53,4 +53,4 @@ TEST(Credentials, DebugRoutesCarryNoTokenOrKeyMaterial) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::credentials_test

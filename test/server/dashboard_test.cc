@@ -9,7 +9,7 @@
 #include "test/support/server_fixture.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::dashboard_test {
 namespace {
 
 std::set<std::string> exported_metrics(const std::string& exposition) {
@@ -76,4 +76,4 @@ TEST(Grafana, EveryDashboardMetricIsExported) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::dashboard_test

@@ -29,7 +29,7 @@
 #include "test/support/soak_profile.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::end_to_end_test {
 namespace {
 
 using json = nlohmann::json;
@@ -220,4 +220,4 @@ INSTANTIATE_TEST_SUITE_P(Profiles, EndToEnd, ::testing::Values("fracpack", "hami
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::end_to_end_test

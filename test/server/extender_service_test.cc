@@ -17,7 +17,7 @@
 #include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::extender_service_test {
 namespace {
 
 using json = nlohmann::json;
@@ -369,9 +369,9 @@ TEST(ExtenderPreempt, ChoosesVictimsItselfWhereKubeSchedulerProposesNoneAndNever
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::extender_service_test
 
-namespace fracpack::testing {
+namespace fracpack::testing::extender_service_test {
 namespace {
 
 // What the fence cannot close (a Binding another writer posted after the
@@ -415,4 +415,4 @@ TEST(Reconciler, ReportsACardTwoSchedulersOverCommitted) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::extender_service_test

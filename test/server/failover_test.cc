@@ -11,7 +11,7 @@
 
 #include "test/support/failover.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::failover_test {
 namespace {
 
 FailoverOptions ci_options(bool kill) {
@@ -97,4 +97,4 @@ TEST(Failover, NoNamespaceIsEverSeenAboveItsGpuQuota) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::failover_test

@@ -18,7 +18,7 @@
 #include "test/support/fake_apiserver.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::http_server_test {
 namespace {
 
 using json = nlohmann::json;
@@ -531,9 +531,9 @@ TEST(Service, MetricsVersionAndDebugEndpoints) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::http_server_test
 
-namespace fracpack::testing {
+namespace fracpack::testing::http_server_test {
 namespace {
 
 // Mutual TLS (kube-scheduler's tlsConfig.certFile/keyFile): only clients
@@ -575,4 +575,4 @@ TEST(HttpServer, MutualTlsRequiresATrustedClientCertificate) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::http_server_test

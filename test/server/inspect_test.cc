@@ -11,7 +11,7 @@
 #include "test/support/server_fixture.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::inspect_test {
 namespace {
 
 const std::string kExample = std::string(FRACPACK_SOURCE_DIR) + "/config/examples/cluster-snapshot.json";
@@ -209,4 +209,4 @@ TEST(Inspect, AReportThatIsNotALedgerIsNamed) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::inspect_test

@@ -8,7 +8,7 @@
 #include "scheduling/workload.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::server {
+namespace fracpack::server::ledger_report_test {
 namespace {
 
 using json = nlohmann::json;
@@ -131,4 +131,4 @@ TEST(LedgerReport, AWorkloadAddsTheFragmentationRatio) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::ledger_report_test

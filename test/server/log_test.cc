@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace fracpack::server {
+namespace fracpack::server::log_test {
 namespace {
 
 using json = nlohmann::json;
@@ -133,4 +133,4 @@ TEST(Log, TheConfiguredFormatIsTheOneWritten) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::log_test

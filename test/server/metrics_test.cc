@@ -9,7 +9,7 @@
 #include "scheduling/ledger.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::server {
+namespace fracpack::server::metrics_test {
 namespace {
 
 using fracpack::testing::node;
@@ -154,4 +154,4 @@ TEST(Metrics, RejectionClassOfOtherReasons) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::metrics_test

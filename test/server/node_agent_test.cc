@@ -23,7 +23,7 @@
 #include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::server {
+namespace fracpack::server::node_agent_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -331,4 +331,4 @@ TEST(NodeAgent, AMalformedStateFileStopsTheStartNamingTheLine) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::node_agent_test

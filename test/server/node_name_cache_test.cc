@@ -7,7 +7,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::server {
+namespace fracpack::server::node_name_cache_test {
 namespace {
 
 using fracpack::testing::node;
@@ -211,4 +211,4 @@ TEST(NodeNameCache, KeepsTheLastFewListsMostRecentlyUsedFirst) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::node_name_cache_test

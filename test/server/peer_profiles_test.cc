@@ -16,7 +16,7 @@
 #include "test/support/server_fixture.h"
 #include "test/support/soak_profile.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::peer_profiles_test {
 namespace {
 
 using nlohmann::json;
@@ -371,4 +371,4 @@ TEST(Profiles, ADeploymentLeavesAnotherProfilesNodesAlone) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::peer_profiles_test

@@ -7,7 +7,7 @@
 
 #include "k8s/limits.h"
 
-namespace fracpack::server {
+namespace fracpack::server::recent_pods_test {
 namespace {
 
 k8s::Pod pod(const std::string& uid, size_t annotation_bytes = 0, const std::string& rv = "1") {
@@ -66,4 +66,4 @@ TEST(RecentPods, AChangedPodReplacesItsCopyAndItsBytes) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::recent_pods_test

@@ -8,7 +8,7 @@
 #include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
 
-namespace fracpack::server {
+namespace fracpack::server::record_keys_test {
 namespace {
 
 using fracpack::testing::test_signer;
@@ -110,4 +110,4 @@ TEST(RecordKeys, TheNodeAgentOnlyVerifies) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::record_keys_test

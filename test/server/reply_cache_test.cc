@@ -10,7 +10,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::server {
+namespace fracpack::server::reply_cache_test {
 namespace {
 
 using fracpack::testing::node;
@@ -281,4 +281,4 @@ TEST(FilterReplyCache, AReplyOverItsBudgetIsRefusedAndNotKept) {
 }
 
 }  // namespace
-}  // namespace fracpack::server
+}  // namespace fracpack::server::reply_cache_test

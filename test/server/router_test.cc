@@ -8,7 +8,7 @@
 
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::router_test {
 namespace {
 
 using json = nlohmann::json;
@@ -146,4 +146,4 @@ TEST(Router, EveryAnswerIsCountedUnderItsVerb) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::router_test

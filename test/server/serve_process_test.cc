@@ -11,7 +11,7 @@
 #include "test/support/server_fixture.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::serve_process_test {
 namespace {
 
 const std::string kExample = std::string(FRACPACK_SOURCE_DIR) + "/config/examples/cluster-snapshot.json";
@@ -65,4 +65,4 @@ current-context: x
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::serve_process_test

@@ -10,7 +10,7 @@
 
 #include "test/support/server_fixture.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::status_routes_test {
 namespace {
 
 using json = nlohmann::json;
@@ -79,4 +79,4 @@ TEST(StatusRoutes, OtherPathsAreNotStatusRoutes) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::status_routes_test

@@ -18,7 +18,7 @@
 #include "test/support/node_cluster.h"
 #include "test/support/record_keys.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::tenant_attacks_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -537,4 +537,4 @@ TEST_F(TenantAttack, AnUnreadablePlacementAnnotationDoesNotLowerYourQuotaUse) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::tenant_attacks_test

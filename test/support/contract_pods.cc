@@ -4,8 +4,8 @@
 
 namespace fracpack::testing {
 
-k8s::Pod pod_from(const std::string& json, const k8s::Contract& contract) {
-  auto p = k8s::parse_pod(json, contract.selection());
+k8s::Pod pod_from(const std::string& text, const k8s::Contract& contract) {
+  auto p = k8s::parse_pod(text, contract.selection());
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.message());
   return p.ok() ? *p : k8s::Pod{};
 }

@@ -12,7 +12,7 @@ namespace fracpack::testing {
 
 // A pod decoded from JSON with what `contract` selects; a decoding error
 // fails the calling test (and gives an empty pod).
-k8s::Pod pod_from(const std::string& json, const k8s::Contract& contract);
+k8s::Pod pod_from(const std::string& text, const k8s::Contract& contract);
 // A pod "ml/p" (uid u1) with these containers (JSON objects, comma
 // separated) and annotations (JSON members); `spec_fields` are further
 // members of its spec, each followed by a comma (R"("nodeName":"n1",)").

@@ -10,7 +10,7 @@
 #include "common/json/stream.h"
 #include "test/support/cluster_harness.h"
 
-namespace fracpack::testing {
+namespace fracpack::testing::fake_apiserver_test {
 namespace {
 
 using json = nlohmann::json;
@@ -68,4 +68,4 @@ TEST(FakeApiServer, ListsAtVersionZeroComeWhole) {
 }
 
 }  // namespace
-}  // namespace fracpack::testing
+}  // namespace fracpack::testing::fake_apiserver_test

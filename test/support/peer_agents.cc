@@ -13,12 +13,13 @@ namespace fracpack::testing {
 
 using nlohmann::json;
 
-namespace {
-
-std::string annotation(const json& pod, const std::string& key) {
-  const json& a = pod["metadata"].value("annotations", json::object());
+std::string annotation_of(const json& object, const std::string& key) {
+  const json a = object.value("metadata", json::object()).value("annotations", json::object());
   return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : std::string();
 }
+
+namespace {
+
 bool has_annotation(const json& pod, const std::string& key) {
   return pod["metadata"].value("annotations", json::object()).contains(key);
 }
@@ -95,7 +96,7 @@ void hami_release_lock(FakeApiServer& api, const std::string& node, const json& 
   const std::string suffix = "," + pod["metadata"].value("namespace", "") + "," + pod["metadata"].value("name", "");
   api.update("nodes", "", node, [&](const std::string& text) {
     json n = json::parse(text);
-    const std::string lock = annotation(n, "hami.io/mutex.lock");
+    const std::string lock = annotation_of(n, "hami.io/mutex.lock");
     if (lock.size() >= suffix.size() && lock.compare(lock.size() - suffix.size(), suffix.size(), suffix) == 0) {
       n["metadata"]["annotations"].erase("hami.io/mutex.lock");
     }
@@ -110,7 +111,7 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
   // allocating pod on the node.
   json pod;
   if (auto n = api.get("nodes", "", node)) {
-    const std::string lock = annotation(json::parse(*n), "hami.io/mutex.lock");
+    const std::string lock = annotation_of(json::parse(*n), "hami.io/mutex.lock");
     auto parts = split(lock, ',');
     if (parts.size() == 3) {
       if (auto p = api.get("pods", parts[1], parts[2])) pod = json::parse(*p);
@@ -120,7 +121,7 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
     for (const std::string& text : api.pods_on(node)) {  // pods listed with spec.nodeName=<node>
       json p = json::parse(text);
       if (node_of(p) == node && phase_of(p) == "Pending" && has_annotation(p, "hami.io/bind-time") &&
-          annotation(p, "hami.io/bind-phase") == "allocating" && annotation(p, "hami.io/vgpu-node") == node) {
+          annotation_of(p, "hami.io/bind-phase") == "allocating" && annotation_of(p, "hami.io/vgpu-node") == node) {
         pod = std::move(p);
         break;
       }
@@ -131,7 +132,7 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
   out.pod = key_of(pod);
   for (int count : counts) {
     // GetNextDeviceRequest: the first non-empty container entry.
-    auto ctrs = hami_decode(annotation(pod, "hami.io/vgpu-devices-to-allocate"));
+    auto ctrs = hami_decode(annotation_of(pod, "hami.io/vgpu-devices-to-allocate"));
     auto next = std::find_if(ctrs.begin(), ctrs.end(), [](const auto& c) { return !c.empty(); });
     if (next == ctrs.end()) return Error{out.pod + ": no device request left"};
     if (static_cast<int>(next->size()) != count) {
@@ -153,7 +154,7 @@ Result<HamiAllocation> hami_allocate(FakeApiServer& api, const std::string& node
     pod = json::parse(*api.get("pods", pod["metadata"]["namespace"], pod["metadata"]["name"]));
   }
   // PodAllocationTrySuccess
-  if (annotation(pod, "hami.io/vgpu-devices-to-allocate").find("NVIDIA") == std::string::npos) {
+  if (annotation_of(pod, "hami.io/vgpu-devices-to-allocate").find("NVIDIA") == std::string::npos) {
     set_annotations(api, pod, {{"hami.io/bind-phase", "success"}});
     hami_release_lock(api, node, pod);
   }
@@ -166,8 +167,8 @@ std::map<std::pair<std::string, std::string>, HamiCardUse> hami_scheduler_usage(
     json p = json::parse(text);
     if (!has_annotation(p, "hami.io/vgpu-node")) continue;
     if (phase_of(p) == "Succeeded" || phase_of(p) == "Failed") continue;
-    const std::string node = annotation(p, "hami.io/vgpu-node");
-    for (const auto& ctr : hami_decode(annotation(p, "hami.io/vgpu-devices-allocated"))) {
+    const std::string node = annotation_of(p, "hami.io/vgpu-node");
+    for (const auto& ctr : hami_decode(annotation_of(p, "hami.io/vgpu-devices-allocated"))) {
       for (const auto& d : ctr) {
         HamiCardUse& u = out[{node, d.uuid}];
         u.shares += 1;
@@ -198,18 +199,18 @@ Result<GpushareAllocation> gpushare_allocate(FakeApiServer& api, const std::stri
     json p = json::parse(text);
     if (node_of(p) != node || phase_of(p) != "Pending") continue;
     if (gpushare_total(p) <= 0 || !has_annotation(p, "ALIYUN_COM_GPU_MEM_ASSUME_TIME") ||
-        annotation(p, "ALIYUN_COM_GPU_MEM_ASSIGNED") != "false") {
+        annotation_of(p, "ALIYUN_COM_GPU_MEM_ASSIGNED") != "false") {
       continue;
     }
     candidates.push_back(std::move(p));
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const json& a, const json& b) {
-    return go_atoi(annotation(a, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")).value_or(0) <
-           go_atoi(annotation(b, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")).value_or(0);
+    return go_atoi(annotation_of(a, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")).value_or(0) <
+           go_atoi(annotation_of(b, "ALIYUN_COM_GPU_MEM_ASSUME_TIME")).value_or(0);
   });
   for (const json& p : candidates) {
     if (gpushare_total(p) != units) continue;
-    GpushareAllocation out{key_of(p), static_cast<int>(go_atoi(annotation(p, "ALIYUN_COM_GPU_MEM_IDX")).value_or(-1))};
+    GpushareAllocation out{key_of(p), static_cast<int>(go_atoi(annotation_of(p, "ALIYUN_COM_GPU_MEM_IDX")).value_or(-1))};
     const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
     set_annotations(api, p, {{"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}, {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", std::to_string(now.count())}});
     return out;
@@ -222,9 +223,9 @@ std::map<std::pair<std::string, int>, int64_t> gpushare_extender_usage(const Fak
   for (const std::string& text : api.list("pods")) {
     json p = json::parse(text);
     if (node_of(p).empty() || phase_of(p) == "Succeeded" || phase_of(p) == "Failed") continue;
-    const int64_t pod_units = go_atoi(annotation(p, "ALIYUN_COM_GPU_MEM_POD")).value_or(0);  // an Atoi error: 0
+    const int64_t pod_units = go_atoi(annotation_of(p, "ALIYUN_COM_GPU_MEM_POD")).value_or(0);  // an Atoi error: 0
     if (pod_units <= 0) continue;
-    const int64_t idx = go_atoi(annotation(p, "ALIYUN_COM_GPU_MEM_IDX")).value_or(-1);
+    const int64_t idx = go_atoi(annotation_of(p, "ALIYUN_COM_GPU_MEM_IDX")).value_or(-1);
     // addOrUpdatePod skips an index outside [0, gpu-count).
     int64_t count = 0;
     if (auto n = api.get("nodes", "", node_of(p))) {

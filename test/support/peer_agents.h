@@ -24,10 +24,15 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/result.h"
 #include "test/support/fake_apiserver.h"
 
 namespace fracpack::testing {
+
+// The annotation `key` of a pod or node object ("" when absent or not a string).
+std::string annotation_of(const nlohmann::json& object, const std::string& key);
 
 struct HamiAllocation {
   std::string pod;                                // namespace/name the plugin served

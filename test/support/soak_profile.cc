@@ -14,11 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string annotation(const json& pod, const std::string& key) {
-  const json a = pod["metadata"].value("annotations", json::object());
-  return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : std::string();
-}
-
 // kubelet's Allocate for each pod bound to `node` whose annotation `key`
 // says the node agent has not served it yet; how many were served.
 size_t admit_waiting(FakeApiServer& api, const std::string& node, const std::string& key, const std::string& waiting,
@@ -26,7 +21,7 @@ size_t admit_waiting(FakeApiServer& api, const std::string& node, const std::str
   size_t served = 0;
   for (const std::string& text : api.pods_on(node)) {
     const json p = json::parse(text);
-    if (annotation(p, key) == waiting && allocate(p)) ++served;
+    if (annotation_of(p, key) == waiting && allocate(p)) ++served;
   }
   return served;
 }
@@ -43,7 +38,7 @@ class FracpackSoak : public SoakProfile {
  public:
   explicit FracpackSoak(int64_t card_mib) : SoakProfile("fracpack", card_mib) {}
   std::string node(const std::string& name, int cards) const override { return node_object(name, cards, card_mib_); }
-  std::string fixed_record(const json& pod) const override { return annotation(pod, "fracpack.io/allocation"); }
+  std::string fixed_record(const json& pod) const override { return annotation_of(pod, "fracpack.io/allocation"); }
 
  protected:
   json gpu_limits(int cores, int64_t memory_mib, int cards) const override {
@@ -79,7 +74,7 @@ class HamiSoak : public SoakProfile {
     return peer_node_json(name, {{"hami.io/node-nvidia-register", devices.dump()}}, {{"nvidia.com/gpu", std::to_string(cards * 10)}});
   }
   std::string fixed_record(const json& pod) const override {
-    return annotation(pod, "hami.io/vgpu-node") + " " + annotation(pod, "hami.io/vgpu-devices-allocated");
+    return annotation_of(pod, "hami.io/vgpu-node") + " " + annotation_of(pod, "hami.io/vgpu-devices-allocated");
   }
   size_t admit(FakeApiServer& api, const std::string& node) const override {
     // One Allocate per pod still "allocating"; HAMi's plugin picks the pod
@@ -109,8 +104,8 @@ class GpushareSoak : public SoakProfile {
                           {{"aliyun.com/gpu-mem", std::to_string(cards * card_gib())}, {"aliyun.com/gpu-count", std::to_string(cards)}});
   }
   std::string fixed_record(const json& pod) const override {
-    return annotation(pod, "ALIYUN_COM_GPU_MEM_IDX") + " " + annotation(pod, "ALIYUN_COM_GPU_MEM_POD") + " " +
-           annotation(pod, "ALIYUN_COM_GPU_MEM_DEV");
+    return annotation_of(pod, "ALIYUN_COM_GPU_MEM_IDX") + " " + annotation_of(pod, "ALIYUN_COM_GPU_MEM_POD") + " " +
+           annotation_of(pod, "ALIYUN_COM_GPU_MEM_DEV");
   }
   size_t admit(FakeApiServer& api, const std::string& node) const override {
     return admit_waiting(api, node, "ALIYUN_COM_GPU_MEM_ASSIGNED", "false", [&](const json& p) {

@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::check_test {
 namespace {
 
 bool dom_accepts(const std::string& text) {
@@ -217,4 +217,4 @@ TEST(JsonCheck, AgreesWithSimdjsonOnRandomAndBrokenDocuments) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::check_test

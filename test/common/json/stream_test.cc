@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::stream_test {
 namespace {
 
 std::vector<std::string> split_objects(const std::string& text, const std::vector<size_t>& cuts, Status* status = nullptr) {
@@ -258,4 +258,4 @@ TEST(ListSplitter, KubectlOrderNullItemsAndErrors) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::stream_test

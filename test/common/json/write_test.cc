@@ -4,7 +4,7 @@
 
 #include <vector>
 
-namespace fracpack {
+namespace fracpack::write_test {
 namespace {
 
 TEST(JsonWrite, EscapesWhatJsonRequires) {
@@ -62,4 +62,4 @@ TEST(JsonWrite, FieldsAndNumbers) {
 }
 
 }  // namespace
-}  // namespace fracpack
+}  // namespace fracpack::write_test

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::card_list_test {
 namespace {
 
 scheduling::NodeSpec cards(std::vector<std::pair<int, std::string>> list) {
@@ -80,4 +80,4 @@ TEST(CardList, ACordonNamingNoCardIsAnError) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::card_list_test

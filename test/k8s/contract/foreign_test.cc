@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::foreign_test {
 namespace {
 
 ForeignProfiles served_by_fracpack() {
@@ -106,4 +106,4 @@ TEST(ForeignProfiles, ExtendKeepsWhatTheChecksRead) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::foreign_test

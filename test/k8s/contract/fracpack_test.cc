@@ -6,7 +6,7 @@
 
 #include "scheduling/fit.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::contract_fracpack_test {
 namespace {
 
 const ContractNames kNames;
@@ -329,4 +329,4 @@ TEST(Contract, InitContainerSharesAreRefusedOnKubeletsBefore131) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::contract_fracpack_test

@@ -6,7 +6,7 @@
 #include "k8s/contract/profiles.h"
 #include "test/support/contract_pods.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::gpushare_test {
 namespace {
 
 const GpushareContract kContract;
@@ -177,4 +177,4 @@ TEST(GpushareContract, TheRecordAndItsReadBack) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::gpushare_test

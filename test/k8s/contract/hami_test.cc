@@ -5,7 +5,7 @@
 #include "k8s/contract/profiles.h"
 #include "test/support/contract_pods.h"
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::hami_test {
 namespace {
 
 const HamiContract kContract;
@@ -278,4 +278,4 @@ TEST(HamiContract, RecordsAreReadBackByUuid) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::hami_test

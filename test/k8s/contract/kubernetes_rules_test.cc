@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::kubernetes_rules_test {
 namespace {
 
 Container container(const std::string& name, StringMap requests, StringMap limits = {}, bool sidecar = false) {
@@ -223,4 +223,4 @@ TEST(KubernetesRules, NamesDomainsAndSelections) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::kubernetes_rules_test

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <map>
 
-namespace fracpack::k8s {
+namespace fracpack::k8s::profiles_test {
 namespace {
 
 TEST(Profiles, EveryKnownNameMakesItsContract) {
@@ -69,4 +69,4 @@ TEST(Profiles, EachContractExcludesTheOtherProfilesNodes) {
 }
 
 }  // namespace
-}  // namespace fracpack::k8s
+}  // namespace fracpack::k8s::profiles_test

@@ -9,7 +9,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::fgd_test {
 namespace {
 
 using fracpack::testing::gpu_shape;
@@ -115,4 +115,4 @@ TEST(Fgd, InitContainersLeaveNoFragmentationBehind) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::fgd_test

@@ -8,7 +8,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling::policies {
+namespace fracpack::scheduling::policies::fracpack_measure_test {
 namespace {
 
 using Card = FracpackMeasure::Card;
@@ -117,4 +117,4 @@ TEST(FracpackMeasure, RememberedAnswersEqualFreshOnesInAnyCardOrder) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling::policies
+}  // namespace fracpack::scheduling::policies::fracpack_measure_test

@@ -8,7 +8,7 @@
 #include "scheduling/scheduler.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::policies_fracpack_test {
 namespace {
 
 using fracpack::testing::node;
@@ -99,4 +99,4 @@ TEST(FracpackPolicy, TheMeasureIsRebuiltOnlyWhenTheLearnedMixDrifts) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::policies_fracpack_test

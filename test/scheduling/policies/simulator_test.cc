@@ -9,7 +9,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::scheduling {
+namespace fracpack::scheduling::simulator_test {
 namespace {
 
 using fracpack::testing::node;
@@ -92,4 +92,4 @@ TEST(SimulatorPolicies, BinpackAndSpreadScoreTheUtilisationAfterPlacement) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling
+}  // namespace fracpack::scheduling::simulator_test

@@ -9,7 +9,7 @@
 #include "scheduling/go_rand.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::replay {
+namespace fracpack::replay::dynamic_test {
 namespace {
 
 OpenbPod timed(const std::string& name, int num_gpu, int milli, int64_t created, int64_t deleted, int64_t cpu = 1000) {
@@ -145,4 +145,4 @@ TEST(DynamicReplay, TheDefaultTraceAtFullLoad) {
 }
 
 }  // namespace
-}  // namespace fracpack::replay
+}  // namespace fracpack::replay::dynamic_test

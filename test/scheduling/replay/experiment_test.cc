@@ -11,7 +11,7 @@
 #include "scheduling/go_rand.h"
 #include "test/support/testlib.h"
 
-namespace fracpack::replay {
+namespace fracpack::replay::experiment_test {
 namespace {
 
 struct Inputs {
@@ -176,4 +176,4 @@ TEST(Replay, FracpackAllocatesAtLeastAsMuchAsFgd) {
 }
 
 }  // namespace
-}  // namespace fracpack::replay
+}  // namespace fracpack::replay::experiment_test

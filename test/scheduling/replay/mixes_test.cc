@@ -8,7 +8,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::replay {
+namespace fracpack::replay::mixes_test {
 namespace {
 
 OpenbPod pod(const std::string& name, int num_gpu, int milli, int64_t cpu = 4000, std::string spec = "") {
@@ -172,4 +172,4 @@ TEST(Mixes, OnTheDefaultTraceTheRecipesMatchThePapersPublicMixes) {
 }
 
 }  // namespace
-}  // namespace fracpack::replay
+}  // namespace fracpack::replay::mixes_test

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fracpack::replay {
+namespace fracpack::replay::openb_test {
 namespace {
 
 TEST(Replay, CsvParsingErrorsNameTheLine) {
@@ -133,4 +133,4 @@ TEST(Openb, NodesAndPodsInTheSchedulingModel) {
 }
 
 }  // namespace
-}  // namespace fracpack::replay
+}  // namespace fracpack::replay::openb_test

@@ -9,7 +9,7 @@
 
 #include "test/support/testlib.h"
 
-namespace fracpack::replay {
+namespace fracpack::replay::sequence_test {
 namespace {
 
 using fracpack::testing::gpu_shape;
@@ -93,4 +93,4 @@ TEST(Sequence, NothingRecordedUnlessAsked) {
 }
 
 }  // namespace
-}  // namespace fracpack::replay
+}  // namespace fracpack::replay::sequence_test
