@@ -9,6 +9,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <fstream>
 #include <optional>
@@ -175,6 +178,23 @@ struct ApiClient::Impl {
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
   bool open() const { return (tcp && tcp->socket().is_open()) || (tls && beast::get_lowest_layer(*tls).socket().is_open()); }
 
+  // Whether the kept-alive connection can carry the next request: the
+  // server has sent nothing since its last answer. An API server that stops
+  // (a restart) closes its idle connections: the socket has then seen the
+  // FIN (recv gives 0) or a reset, and a request written there is never
+  // read. Found so here, the connection is dropped before a byte is sent,
+  // so the request goes out on a fresh connection, or is known never to
+  // have left (Go's transport does the same: errServerClosedIdle). Bytes
+  // the server sent unasked (HTTP/1.1 has none; a TLS close_notify) or left
+  // in our buffers also end the connection.
+  bool reusable() {
+    if (!open() || buffer.size() != 0) return false;
+    if (tls && SSL_pending(tls->native_handle()) > 0) return false;
+    char byte;
+    const ssize_t n = ::recv(lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
   // Runs the io_context until the started operation completes.
   void run() {
     ioc.restart();
@@ -327,9 +347,22 @@ Result<HttpResponse> ApiClient::request(std::string_view method, std::string_vie
   if (verb == http::verb::unknown) return Error{"unknown HTTP method " + std::string(method)};
   if (timeout.count() == 0) timeout = config_.request_timeout;
   const std::string what = std::string(method) + " " + std::string(target);
+  // Whether the request left the client is decided here and only here
+  // (last_request_sent): it has once the whole request was written to a
+  // connection that looked alive. Every failure before that is a known
+  // "not sent": no address, no connection (refused, timed out), a failed
+  // TLS handshake, no token, a kept-alive connection the server had already
+  // closed (reusable), a write that failed (the server holds at most part
+  // of the request, which it never acts on). A failure after it (no answer,
+  // a cut answer) may follow a request the server applied: outcome unknown.
+  // A retry on a fresh connection keeps the first attempt's "sent".
   last_sent_ = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const bool reused = m.open();
+    bool reused = m.open();
+    if (reused && !m.reusable()) {
+      m.close();
+      reused = false;
+    }
     if (!reused) {
       if (Status s = m.connect(); !s.ok()) return Error{what + ": " + s.message()};
     }
@@ -338,8 +371,6 @@ Result<HttpResponse> ApiClient::request(std::string_view method, std::string_vie
     if (!st.ok()) return Error{what + ": " + st.message()};
     error_code ec;
     m.lowest().expires_after(timeout);
-    // From here on the server may get the request (or part of it).
-    last_sent_ = true;
     m.with_stream([&](auto& s) { http::async_write(s, req, [&](error_code e, size_t) { ec = e; }); });
     m.run();
     if (ec) {
@@ -347,6 +378,8 @@ Result<HttpResponse> ApiClient::request(std::string_view method, std::string_vie
       if (reused && retryable(ec)) continue;
       return Error{what + ": " + Impl::describe(ec, timeout)};
     }
+    // Written whole: from here on the server may act on it.
+    last_sent_ = true;
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::uint64_t{1} << 31);
     m.lowest().expires_after(timeout);
@@ -376,7 +409,11 @@ Result<int> ApiClient::stream(std::string_view target, std::chrono::milliseconds
   Impl& m = *impl_;
   const std::string what = "GET " + std::string(target);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const bool reused = m.open();
+    bool reused = m.open();
+    if (reused && !m.reusable()) {
+      m.close();
+      reused = false;
+    }
     if (!reused) {
       if (Status s = m.connect(); !s.ok()) return Error{what + ": " + s.message()};
     }

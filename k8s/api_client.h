@@ -104,9 +104,12 @@ class ApiClient {
   Result<int> stream(std::string_view target, std::chrono::milliseconds idle_timeout, const HeadHandler& on_head,
                      const DataHandler& on_data);
 
-  // Whether the last request() may have reached the server: false when it
-  // failed before a byte was written (no connection, a failed TLS
-  // handshake, no token), so its outcome is known: not applied.
+  // Whether the last request() may have reached the server: true once the
+  // whole request was written to a connection that looked alive; false when
+  // it failed before (no connection, a failed TLS handshake, no token, a
+  // kept-alive connection the server had closed, a failed write), so its
+  // outcome is known: not applied. The one place that decides it is
+  // request() (api_client.cc).
   bool last_request_sent() const { return last_sent_; }
 
   // Drops the connection (the next request reconnects).

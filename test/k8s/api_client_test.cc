@@ -5,15 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
 #include <thread>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
+#include "test/support/one_connection_server.h"
 #include "test/support/server_fixture.h"
 
 namespace fracpack::testing::api_client_test {
@@ -104,6 +108,42 @@ TEST(ApiClient, KeepsOneConnectionAcrossRequests) {
   k8s::ApiClient plain(c);
   ASSERT_TRUE(plain.request("GET", "/version").ok());
   EXPECT_EQ(s.last_authorization(), "");
+}
+
+k8s::ClientConfig client_of(const OneConnectionServer& s) {
+  k8s::ClientConfig c;
+  c.endpoint = *k8s::Endpoint::parse("http://127.0.0.1:" + std::to_string(s.port()));
+  c.request_timeout = std::chrono::milliseconds(2000);
+  return c;
+}
+
+// Found on the real control plane (issue 40): kube-apiserver restarting
+// closed fracpack's kept-alive connection while it was idle; the next
+// Binding was written onto it, read nothing back, was retried on a fresh
+// connection that was refused, and counted as "may have been applied"
+// though the API server never read it. A closed idle connection is seen
+// before anything is written: the request is known never to have left.
+TEST(ApiClient, ARequestOnAConnectionTheServerClosedWhileIdleIsNeverSent) {
+  OneConnectionServer s(/*answered=*/1, /*then_drop_unanswered=*/false);
+  k8s::ApiClient api(client_of(s));
+  ASSERT_TRUE(api.request("GET", "/version").ok());
+  ASSERT_TRUE(Cluster::wait_for([&] { return s.closed(); }));
+  auto r = api.request("POST", "/api/v1/namespaces/ml/pods/p/binding", "{}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(api.last_request_sent()) << r.message();
+  EXPECT_NE(r.message().find("cannot connect"), std::string::npos) << r.message();
+  EXPECT_EQ(s.requests(), 1);
+}
+
+// The other side of the line: a request written whole and then left
+// unanswered (the server read it, then went away) may have been applied.
+TEST(ApiClient, ARequestWrittenWholeAndLeftUnansweredMayHaveBeenApplied) {
+  OneConnectionServer s(/*answered=*/0, /*then_drop_unanswered=*/true);
+  k8s::ApiClient api(client_of(s));
+  auto r = api.request("POST", "/api/v1/namespaces/ml/pods/p/binding", "{\"kind\":\"Binding\"}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(api.last_request_sent()) << r.message();
+  EXPECT_EQ(s.requests(), 1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "test/support/cluster_harness.h"
 #include "test/support/fake_apiserver.h"
+#include "test/support/one_connection_server.h"
 #include "test/support/server_fixture.h"
 
 namespace fracpack::testing::binding_test {
@@ -99,6 +100,42 @@ TEST(Binder, ABindingNeverSentIsAKnownFailure) {
   EXPECT_FALSE(unknown) << r.message();
   EXPECT_FALSE(gone);
   EXPECT_NE(r.message().find("(not sent)"), std::string::npos) << r.message();
+}
+
+// Issue 40, as the real control plane showed it: kube-apiserver restarting
+// closed the binder's kept-alive connection while it was idle, then refused
+// connections. The Binding never left: a known failure (its reservation is
+// released), not "outcome unknown". A Binding the server read whole and
+// left unanswered before going away still is unknown.
+TEST(Binder, ABindingOnAConnectionClosedWhileIdleIsNeverSentOneLeftUnansweredIsUnknown) {
+  FakeApiServer s;
+  s.create("pods", pod_object({"p", "default", "", "Pending", {}, {}}));
+  {
+    OneConnectionServer restarting(/*answered=*/1, /*then_drop_unanswered=*/false);
+    k8s::ClientConfig c = client_for(s);
+    c.endpoint.port = std::to_string(restarting.port());
+    k8s::ApiClient api(c);
+    ASSERT_TRUE(api.request("GET", "/version").ok());  // the connection is kept
+    ASSERT_TRUE(Cluster::wait_for([&] { return restarting.closed(); }));
+    bool gone = true, unknown = true;
+    auto r = k8s::post_binding(api, target(s, "p", "n1"), &gone, &unknown);
+    ASSERT_FALSE(r.ok());
+    EXPECT_FALSE(unknown) << r.message();
+    EXPECT_FALSE(gone);
+    EXPECT_NE(r.message().find("(not sent)"), std::string::npos) << r.message();
+  }
+  {
+    OneConnectionServer dying(/*answered=*/0, /*then_drop_unanswered=*/true);
+    k8s::ClientConfig c = client_for(s);
+    c.endpoint.port = std::to_string(dying.port());
+    k8s::ApiClient api(c);
+    bool gone = true, unknown = false;
+    auto r = k8s::post_binding(api, target(s, "p", "n1"), &gone, &unknown);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(unknown) << "read whole, never answered, and no GET can tell: " << r.message();
+    EXPECT_EQ(dying.requests(), 1);
+    EXPECT_EQ(r.message().find("(not sent)"), std::string::npos) << r.message();
+  }
 }
 
 // Found on the real API server: the GET that tells whether a Binding whose

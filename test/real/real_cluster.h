@@ -55,6 +55,16 @@ class RealCluster {
   // Stops and starts again; each returns once the component is ready.
   Status restart_fracpack(bool kill_hard = true);
   Status restart_apiserver();
+  // kube-apiserver stopped as a restart stops it (SIGTERM: it closes its
+  // idle connections, then its port refuses), and started again.
+  Status stop_apiserver();
+  Status start_apiserver_again();
+  // A client as cluster admin, for tests that drive fracpack's own client
+  // code (k8s/api_client.h) against the real API server.
+  k8s::ClientConfig admin_client_config() const;
+  // kube-apiserver's audit log (JSON lines): every pods/binding request as
+  // it was received (RequestReceived), for what reached the API server.
+  std::string audit_log() const;
   Status restart_kubelet();
   // Restarts the node agent; waits until kubelet offers its cards, or (with
   // kubelet stopped: `offered` false) only until it publishes them.
