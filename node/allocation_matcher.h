@@ -122,8 +122,6 @@ class AllocationMatcher {
   void set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live = {});
   // The container kubelet allocates `devices` IDs to, marked as served.
   Result<Assignment> allocate(int devices);
-  // A refusal made elsewhere: kubelet fails the pod it was in the middle of.
-  void end_admission() { last_uid_.clear(); }
   // What allocate would answer, without serving it (GetPreferredAllocation).
   Result<Assignment> peek(int devices) const;
 
@@ -141,8 +139,9 @@ class AllocationMatcher {
   void merge_arrivals();
 
   // The API server showed this pod gone, finished, being deleted or
-  // changed since the watch saw it: it is no candidate, and is not
-  // continued, until the watch brings a new version of it.
+  // changed since the watch saw it, or the agent refused its Allocate (so
+  // kubelet fails it): it is no candidate, and is not continued, while it
+  // waits.
   void exclude(const std::string& uid);
 
   // The agent's account: per card, what the live pods other than `uid`
@@ -171,7 +170,7 @@ class AllocationMatcher {
   std::vector<WaitingPod> pods_;
   std::map<std::string, LivePod> live_;     // live pods that no longer wait
   std::map<std::string, Holding> holdings_; // pods served, by uid, until they are gone
-  std::set<std::string> excluded_;          // exclude()d, until their next version
+  std::set<std::string> excluded_;          // exclude()d, while they wait
   std::map<std::string, int> served_;  // uid -> containers allocated
   std::string last_uid_;               // the pod kubelet allocated to last
   uint64_t merged_upto_ = 0;           // arrivals up to this one count as one (merge_arrivals)

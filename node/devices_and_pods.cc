@@ -123,7 +123,11 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
       const uint64_t seen = pods_version_;
       const PodCheck checked = confirm(*found);
       if (!checked.settled) {
-        matcher_.end_admission();  // kubelet fails the pod: its admission is over
+        // kubelet fails the pod on this refusal: it is never a candidate
+        // again (while the API server is down its Failed status cannot
+        // reach the watch, and the next pod's Allocate would be matched to
+        // it).
+        matcher_.exclude(found->pod_uid);
         persist_locked();
         return Error{"cannot confirm pod " + found->pod_key + " with the API server: " + checked.status.message()};
       }
@@ -138,7 +142,7 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
     }
     if (found) {
       if (Status fits = within_capacity(*found); !fits.ok()) {
-        matcher_.end_admission();
+        matcher_.exclude(found->pod_uid);  // kubelet fails the pod, as above
         persist_locked();
         return Error{fits.message()};
       }

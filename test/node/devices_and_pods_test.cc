@@ -249,5 +249,44 @@ TEST(DevicesAndPods, AnAllocateThatCannotBeConfirmedIsRefusedAtItsDeadline) {
   EXPECT_LE(tries, 5) << "not in a busy loop";
 }
 
+// Found on the real tier (issue 40's test, kube-apiserver restarted with
+// pods in flight): the agent refused `a`'s Allocate, unable to confirm it
+// while the API server was down, so kubelet failed `a`. Its Failed status
+// could not reach the API server either, so the watch still showed `a`
+// waiting — and the next Allocate, `b`'s, was matched to `a`: `b` ran on
+// `a`'s card, and each pod after it on the one before's. A pod the agent
+// refused is kubelet's failure: it is never a candidate again.
+TEST(DevicesAndPods, APodWhoseAllocateWasRefusedIsNeverMatchedAgain) {
+  for (const bool over_capacity : {false, true}) {
+    DevicesAndPods state;
+    state.set_devices(two_cards());
+    bool api_down = !over_capacity;
+    state.set_pod_check([&](const Assignment&) {
+      if (api_down) return DevicesAndPods::PodCheck{Error{"connection refused"}, false};
+      return DevicesAndPods::PodCheck{Status::Ok(), true};
+    });
+    WaitingPod a = one("a", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 8192, 500});
+    WaitingPod b = one("b", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500});
+    a.arrival = 1;
+    b.arrival = 2;
+    std::map<std::string, LivePod> live;
+    if (over_capacity) {  // another pod holds all of card 0: a's Allocate is refused by the account
+      live["uid-full"] = LivePod{"default/full", std::vector<scheduling::CardCharge>{{0, 16384, 1000, 1}}};
+    }
+    state.set_pods({a, b}, live);
+    auto refused = state.allocate(1, Clock::now() + 300ms);
+    ASSERT_FALSE(refused.ok()) << (over_capacity ? "over capacity" : "API server down");
+    api_down = false;  // back; a's Failed status has not reached the watch
+    auto served = state.allocate(1, Clock::now() + 1s);
+    ASSERT_TRUE(served.ok()) << served.message();
+    EXPECT_EQ(served->pod_key, "default/b") << (over_capacity ? "over capacity" : "API server down");
+    ASSERT_EQ(served->cards.size(), 1u);
+    EXPECT_EQ(served->cards[0].index, 1);
+    // The watch brings the pods again (another pod's event): still passed over.
+    state.set_pods({a, b}, live);
+    EXPECT_FALSE(state.peek(1, Clock::now() + 10ms).ok()) << "b is served; a must not be its successor";
+  }
+}
+
 }  // namespace
 }  // namespace fracpack::node::devices_and_pods_test
