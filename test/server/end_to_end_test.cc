@@ -86,7 +86,23 @@ TEST_P(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger)
   if (auto go = read_file(kDefaultGoRngSource)) {
     eo.go_cooked = std::make_shared<std::vector<int64_t>>(*parse_go_rng_cooked(*go));
   }
-  const auto setup = replay::prepare_experiment(*replay::parse_openb_nodes(*nodes_csv), *replay::parse_openb_pods(*pods_csv), eo);
+  auto setup = replay::prepare_experiment(*replay::parse_openb_nodes(*nodes_csv), *replay::parse_openb_pods(*pods_csv), eo);
+  // Under a sanitizer (FRACPACK_TEST_SCALE_DOWN=k): every k-th node and the
+  // first 1/k of the arrivals, so the smaller cluster still fills past its
+  // capacity (130 % of it arrives) and pods still fail to fit: the same
+  // paths, k times fewer HTTP cycles.
+  if (const int k = test_scale_down(); k > 1) {
+    std::vector<replay::OpenbNode> kept;
+    std::vector<std::string> kept_names;
+    for (size_t i = 0; i < setup.nodes.size(); i += static_cast<size_t>(k)) {
+      kept.push_back(setup.nodes[i]);
+      kept_names.push_back(setup.node_names[i]);
+    }
+    setup.nodes = std::move(kept);
+    setup.node_names = std::move(kept_names);
+    setup.arrivals.resize(setup.arrivals.size() / static_cast<size_t>(k));
+    std::printf("[ scaled   ] FRACPACK_TEST_SCALE_DOWN=%d: %zu nodes, %zu arrivals\n", k, setup.nodes.size(), setup.arrivals.size());
+  }
   k8s::ContractConfig cc;
   cc.profile = profile;
   auto snapshot = cli::openb_snapshot(setup, cc, 42);

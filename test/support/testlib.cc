@@ -93,4 +93,11 @@ scheduling::PodRequest pod(const std::string& name, int cards, int cores_milli, 
   return p;
 }
 
+int test_scale_down() {
+  const char* env = std::getenv("FRACPACK_TEST_SCALE_DOWN");
+  if (env == nullptr) return 1;
+  const int k = std::atoi(env);
+  return k > 1 ? k : 1;
+}
+
 }  // namespace fracpack::testing

@@ -15,6 +15,12 @@ namespace fracpack::testing {
 std::string shared_dir();
 // The contents of a file under the shared folder, or nullopt if absent.
 std::optional<std::string> read_shared(const std::string& relative);
+
+// The share of a large experiment a test runs: FRACPACK_TEST_SCALE_DOWN=k
+// (the sanitizer presets set it) runs 1/k of it — the same code paths at a
+// size a sanitizer gets through in minutes. 1 when unset or not a number
+// above 1.
+int test_scale_down();
 std::optional<std::string> read_file(const std::string& path);
 
 // A node with `gpus` identical cards.
