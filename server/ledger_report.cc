@@ -19,6 +19,9 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
     out.push_back('{');
     append_json_field(out, "name", name, false);
     out += std::string(",\"present\":") + (node.present() ? "true" : "false");
+    // Why the node offers no card at all (its agent not registered with
+    // kubelet, a foreign agent's cards...): what a placement there is refused with.
+    if (!node.spec().unavailable.empty()) append_json_field(out, "unavailable", node.spec().unavailable);
     append_json_number(out, "cpuMilli", static_cast<double>(node.spec().cpu_milli));
     append_json_number(out, "cpuRequestedMilli", static_cast<double>(node.cpu_requested()));
     append_json_number(out, "memoryBytes", static_cast<double>(node.spec().memory_bytes));

@@ -399,6 +399,8 @@ std::string RealCluster::fracpack_metrics() {
   return local_get("127.0.0.1:" + std::to_string(fracpack_metrics_port()), "/metrics").value_or("");
 }
 
+std::string RealCluster::fracpack_ledger() { return local_get("127.0.0.1:8888", "/debug/ledger").value_or(""); }
+
 std::string RealCluster::agent_metrics() { return local_get("127.0.0.1:18890", "/metrics").value_or(""); }
 
 // --- bring-up ---

@@ -113,6 +113,8 @@ class RealCluster {
   const std::vector<std::pair<std::string, double>>& timings() const { return timings_; }
   uint16_t fracpack_metrics_port() const { return 19090; }
   std::string fracpack_metrics();
+  // The first replica's ledger as it sees it (/debug/ledger), "" when it does not answer.
+  std::string fracpack_ledger();
   std::string agent_metrics();
 
  private:

@@ -77,6 +77,22 @@ bool wait_phase(const std::string& ns, const std::string& name, const std::strin
 }
 
 // The PodScheduled=False condition's message ("" when scheduled or none yet).
+// Whether fracpack's own ledger (not the API server) shows the node
+// offering no card because the agent is not registered with kubelet. Its
+// watch may lag the API server: after kube-apiserver restarts (E2) a watch
+// refused meanwhile (403 until RBAC has synced) waits out a backoff of up to
+// a minute, as client-go's reflector does.
+bool fracpack_sees_unregistered(const std::string& node) {
+  const std::string text = cluster().fracpack_ledger();
+  if (text.empty()) return false;
+  const json ledger = json::parse(text, nullptr, false);
+  if (ledger.is_discarded()) return false;
+  for (const auto& n : ledger.value("nodes", json::array())) {
+    if (n.value("name", "") == node) return n.value("unavailable", "").find("not registered") != std::string::npos;
+  }
+  return false;
+}
+
 std::string unschedulable_message(const std::string& ns, const std::string& name) {
   auto p = cluster().pod(ns, name);
   if (!p) return "";
@@ -533,6 +549,8 @@ TEST_F(Real, F_APodCreatedWhileKubeletIsDownWaitsAndRunsWhenItIsBack) {
     auto n = cluster().get("/api/v1/nodes/localhost");
     return n && (*n)["metadata"]["annotations"].value("fracpack.io/gpu-devices", "").find("\"registered\":false") != std::string::npos;
   }, 10s)) << "the agent did not notice kubelet stopped";
+  ASSERT_TRUE(RealCluster::wait_for([] { return fracpack_sees_unregistered("localhost"); }, 90s))
+      << "fracpack did not see the node's cards withdrawn: " << cluster().fracpack_ledger();
   ASSERT_TRUE(cluster().create(gpu_pod("while-down", {{"main", false, 1, 10, 1024}})));
   ASSERT_TRUE(RealCluster::wait_for([&] { return !unschedulable_message("default", "while-down").empty(); }, 30s));
   EXPECT_EQ(cluster().pod("default", "while-down").value_or(json::object()).value("spec", json::object()).value("nodeName", ""), "");
@@ -552,6 +570,7 @@ TEST_F(Real, G_NoCardIsOfferedWhileKubeletHasNotRegisteredThePlugin) {
     auto n = cluster().get("/api/v1/nodes/localhost");
     return n && (*n)["metadata"]["annotations"].value("fracpack.io/gpu-devices", "").find("\"registered\":false") != std::string::npos;
   }, 30s));
+  ASSERT_TRUE(RealCluster::wait_for([] { return fracpack_sees_unregistered("localhost"); }, 90s)) << cluster().fracpack_ledger();
   ASSERT_TRUE(cluster().create(gpu_pod("unregistered", {{"main", false, 1, 10, 1024}})));
   ASSERT_TRUE(RealCluster::wait_for([&] { return !unschedulable_message("default", "unregistered").empty(); }, 30s));
   EXPECT_NE(unschedulable_message("default", "unregistered").find("not registered with kubelet"), std::string::npos)

@@ -36,6 +36,18 @@ TEST(LedgerReport, AnEmptyLedger) {
   EXPECT_FALSE(r["totals"].contains("fragmentationRatio")) << "no workload, no figure";
 }
 
+TEST(LedgerReport, ANodeThatOffersNoCardSaysWhy) {
+  scheduling::Ledger ledger;
+  auto spec = node("n1", 2, 16384, "Tesla-T4", 8000, int64_t{32} << 30);
+  spec.unavailable = "the node agent's device plugin is not registered with kubelet yet";
+  ledger.upsert_node(spec);
+  ledger.upsert_node(node("n2", 1, 16384, "Tesla-T4", 8000, int64_t{32} << 30));
+  const json r = json::parse(ledger_report_json(ledger, nullptr));
+  ASSERT_EQ(r["nodes"].size(), 2u);
+  EXPECT_EQ(r["nodes"][0].value("unavailable", ""), spec.unavailable);
+  EXPECT_FALSE(r["nodes"][1].contains("unavailable"));
+}
+
 TEST(LedgerReport, NodesCardsAndTheirPods) {
   scheduling::Ledger ledger;
   auto spec = node("n1", 2, 16384, "Tesla-T4", 8000, int64_t{32} << 30);
