@@ -33,10 +33,13 @@ void AllocationMatcher::set_pods(std::vector<WaitingPod> pods, std::map<std::str
   // A pod excluded stays so while it waits (the watch drops it once the
   // API server's word reaches it).
   std::set<std::string> still;
+  std::map<std::string, std::string> still_refused;
   for (const WaitingPod& p : pods) {
     if (excluded_.contains(p.uid)) still.insert(p.uid);
+    if (auto r = refusals_.find(p.uid); r != refusals_.end()) still_refused.insert(*r);
   }
   excluded_ = std::move(still);
+  refusals_ = std::move(still_refused);
   pods_ = std::move(pods);
   live_ = std::move(live);
   for (auto it = holdings_.begin(); it != holdings_.end();) {
@@ -60,8 +63,9 @@ void AllocationMatcher::restore(std::map<std::string, int> served, std::string l
   holdings_ = std::move(holdings);
 }
 
-void AllocationMatcher::exclude(const std::string& uid) {
+void AllocationMatcher::exclude(const std::string& uid, const std::string& refusal) {
   excluded_.insert(uid);
+  if (!refusal.empty()) refusals_[uid] = refusal;
   if (last_uid_ == uid) last_uid_.clear();
 }
 
@@ -118,7 +122,17 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   // then refused.)
   std::vector<const WaitingPod*> candidates = first_candidates(devices);
   const std::string asked = std::to_string(devices) + (devices == 1 ? " device" : " devices");
-  if (candidates.empty()) return Error{"no pod bound to this node waits for a container asking " + asked};
+  if (candidates.empty()) {
+    // kubelet may ask again for a pod the agent refused a moment ago (seen
+    // on kubelet 1.20: a second Allocate 2 ms after the first, and the pod
+    // failed with the second answer): the same refusal, not a vaguer one.
+    for (const WaitingPod& p : pods_) {
+      auto r = refusals_.find(p.uid);
+      const size_t next = next_of(p);
+      if (r != refusals_.end() && next < p.containers.size() && p.containers[next].devices == devices) return Error{r->second};
+    }
+    return Error{"no pod bound to this node waits for a container asking " + asked};
+  }
   // kubelet admits pods in the order their binds reach it: the earliest
   // seen bound here goes first. Pods seen first in one list (or before
   // kubelet restarted) came in an unknown order; among them only
@@ -186,7 +200,7 @@ Result<Assignment> AllocationMatcher::allocate(int devices) {
     last_uid_.clear();  // kubelet fails the pod: its admission is over
     // That pod was kubelet's: it fails it, and the next Allocate is
     // another's (until the pod's status says so, it still looks waiting).
-    if (!refused.empty()) excluded_.insert(refused);
+    if (!refused.empty()) exclude(refused, found.message());
     return found.error();
   }
   const auto [pod, index] = *found;

@@ -141,8 +141,9 @@ class AllocationMatcher {
   // The API server showed this pod gone, finished, being deleted or
   // changed since the watch saw it, or the agent refused its Allocate (so
   // kubelet fails it): it is no candidate, and is not continued, while it
-  // waits.
-  void exclude(const std::string& uid);
+  // waits. `refusal`: what the agent refused it with, answered again when
+  // kubelet asks again while no other pod waits.
+  void exclude(const std::string& uid, const std::string& refusal = "");
 
   // The agent's account: per card, what the live pods other than `uid`
   // hold — those it served (holdings()) and those running with a record
@@ -171,6 +172,7 @@ class AllocationMatcher {
   std::map<std::string, LivePod> live_;     // live pods that no longer wait
   std::map<std::string, Holding> holdings_; // pods served, by uid, until they are gone
   std::set<std::string> excluded_;          // exclude()d, while they wait
+  std::map<std::string, std::string> refusals_;  // uid -> the refusal it had, while it waits
   std::map<std::string, int> served_;  // uid -> containers allocated
   std::string last_uid_;               // the pod kubelet allocated to last
   uint64_t merged_upto_ = 0;           // arrivals up to this one count as one (merge_arrivals)

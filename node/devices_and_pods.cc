@@ -127,9 +127,10 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
         // again (while the API server is down its Failed status cannot
         // reach the watch, and the next pod's Allocate would be matched to
         // it).
-        matcher_.exclude(found->pod_uid);
+        Error refused{"cannot confirm pod " + found->pod_key + " with the API server: " + checked.status.message()};
+        matcher_.exclude(found->pod_uid, refused.message);
         persist_locked();
-        return Error{"cannot confirm pod " + found->pod_key + " with the API server: " + checked.status.message()};
+        return refused;
       }
       if (!checked.status.ok()) {
         matcher_.exclude(found->pod_uid);
@@ -142,7 +143,7 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
     }
     if (found) {
       if (Status fits = within_capacity(*found); !fits.ok()) {
-        matcher_.exclude(found->pod_uid);  // kubelet fails the pod, as above
+        matcher_.exclude(found->pod_uid, fits.message());  // kubelet fails the pod, as above
         persist_locked();
         return Error{fits.message()};
       }

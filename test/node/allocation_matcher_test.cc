@@ -204,6 +204,29 @@ TEST(AllocationMatcher, APodWithoutAUsableRecordIsRefusedInItsTurnNamedNeverServ
   EXPECT_TRUE(m.lacks_candidate(1));
 }
 
+// Found on kubelet 1.20 (the real tier, test D): kubelet asked twice for
+// a tenant's pod with a forged record, 2 ms apart, and failed the pod with
+// the second answer, which said only that no pod waited.
+TEST(AllocationMatcher, AskedAgainForAPodItRefusedTheSameRefusalIsAnswered) {
+  AllocationMatcher m;
+  m.set_pods({unusable("thief", 1, "annotation fracpack.io/allocation is not fracpack's")});
+  auto first = m.allocate(1);
+  ASSERT_FALSE(first.ok());
+  auto again = m.allocate(1);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.message(), first.message());
+  EXPECT_TRUE(m.lacks_candidate(1)) << "still no candidate: a pod bound meanwhile is waited for";
+  // Another size: nothing to repeat.
+  auto other = m.allocate(2);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.message().find("no pod bound to this node waits for a container asking 2 devices"), std::string::npos) << other.message();
+  // Gone from the watch: forgotten.
+  m.set_pods({});
+  auto gone = m.allocate(1);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.message().find("no pod bound to this node waits"), std::string::npos) << gone.message();
+}
+
 // Found on a real kubelet (issue 31): a tenant's pod created on the node
 // with a forged record (no webhook), then a fracpack pod bound there.
 // kubelet's Allocate for the tenant's pod came before the agent's watch
