@@ -81,14 +81,14 @@ int main(int argc, char** argv) {
     std::vector<node::WaitingPod> background;
     for (int i = 0; i < others; ++i) {
       background.push_back(test::waiting_pod("other-" + std::to_string(i), "2026-01-01T00:00:00Z",
-                                             {{node::GpuContainer{"main", false, 2}, {{i % 8, devices[static_cast<size_t>(i % 8)].uuid, 1024, 100},
+                                             {{node::GpuContainer{"main", false, 2, {}}, {{i % 8, devices[static_cast<size_t>(i % 8)].uuid, 1024, 100},
                                                                                        {(i + 1) % 8, devices[static_cast<size_t>((i + 1) % 8)].uuid, 1024, 100}}}}));
     }
     std::vector<double> lat;
     for (int i = 0; i < admissions; ++i) {
       const int c = i % 8;
       node::WaitingPod p = test::waiting_pod("pod-" + std::to_string(i), "2026-01-01T00:00:01Z",
-                                             {{node::GpuContainer{"main", false, 1}, {{c, devices[static_cast<size_t>(c)].uuid, 4096, 250}}}});
+                                             {{node::GpuContainer{"main", false, 1, {}}, {{c, devices[static_cast<size_t>(c)].uuid, 4096, 250}}}});
       p.arrival = static_cast<uint64_t>(i + 1);
       std::vector<node::WaitingPod> pods = background;
       pods.push_back(p);

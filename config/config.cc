@@ -434,6 +434,22 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += policy.field("checkNodeResources", bool_field(c.policy.check_node_resources));
   err += policy.finish();
 
+  Section placement = top.sub("placement");
+  err += placement.check_is_map();
+  err += placement.field("unenforcedShares", [&c](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "allow or refuse");
+    if (!s) return Error{s.message()};
+    if (*s == "allow") {
+      c.contract.fracpack_options.unenforced_shares = k8s::UnenforcedShares::kAllow;
+    } else if (*s == "refuse") {
+      c.contract.fracpack_options.unenforced_shares = k8s::UnenforcedShares::kRefuse;
+    } else {
+      return w.error("\"" + *s + "\" is not allow or refuse");
+    }
+    return Status::Ok();
+  });
+  err += placement.finish();
+
   Section workload = top.sub("workload");
   err += workload.check_is_map();
   err += workload.field("configMap", string_field(c.workload.config_map));
@@ -476,6 +492,7 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   k8s::ContractNames& n = c.contract.fracpack;
   read_names(contract, {{"gpu", &n.gpu}, {"gpuMemory", &n.gpu_memory}, {"gpuMemoryPercent", &n.gpu_memory_percent}, {"gpuCores", &n.gpu_cores},
                         {"gpuModel", &n.model}, {"gpuUuid", &n.uuid}, {"gpuUuidExclude", &n.uuid_exclude}, {"numa", &n.numa},
+                        {"isolation", &n.isolation},
                         {"gpuDevices", &n.devices}, {"gpuCordon", &n.cordon}, {"allocation", &n.allocation}, {"gpuIndices", &n.indices},
                         {"gfdCount", &n.gfd_count}, {"gfdMemory", &n.gfd_memory}, {"gfdProduct", &n.gfd_product}});
 
@@ -520,6 +537,20 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
   err += agent.field("cdi", bool_field(a.cdi));
   err += agent.field("visibleDevicesEnv", bool_field(a.visible_devices_env));
   err += agent.field("recordWait", duration_field(a.record_wait, milliseconds(0), std::chrono::seconds(30)));
+  err += agent.field("isolation", [&a](const YAML::Node& v, const Where& w) -> Status {
+    auto s = scalar(v, w, "none, mps or hami-core");
+    if (!s) return Error{s.message()};
+    scheduling::CardIsolation i{};
+    if (!scheduling::parse_isolation(*s, i) || i == scheduling::CardIsolation::kMig) {
+      return w.error("\"" + *s + "\" is not none, mps or hami-core (MIG instances say mig by themselves)");
+    }
+    a.isolation = i;
+    return Status::Ok();
+  });
+  err += agent.field("mpsControl", string_field(a.mps_control));
+  err += agent.field("mpsDir", string_field(a.mps_dir));
+  err += agent.field("hamiCoreLibrary", string_field(a.hami_core_library));
+  err += agent.field("hamiCoreDir", string_field(a.hami_core_dir));
   err += agent.finish();
   err += top.finish();
   if (!err.first.ok()) return Error{err.first.message()};

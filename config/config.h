@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "k8s/contract/profiles.h"
+#include "scheduling/model.h"
 #include "common/result.h"
 
 namespace fracpack::config {
@@ -94,6 +95,14 @@ struct NodeAgentConfig {
   bool cdi = true;                      // Allocate names CDI devices
   bool visible_devices_env = true;      // Allocate sets NVIDIA_VISIBLE_DEVICES
   milliseconds record_wait{10000};      // an Allocate waits this long for its pod to be seen
+  // What holds each container to its share (README "Isolation"): none,
+  // mps (the MPS control daemon `fracpack mps-control-daemon` runs beside
+  // the agent) or hami-core (HAMi-core's library at hami_core_library).
+  scheduling::CardIsolation isolation = scheduling::CardIsolation::kNone;
+  std::string mps_control = "nvidia-cuda-mps-control";     // the MPS control binary (mps-control-daemon)
+  std::string mps_dir = "/run/fracpack/mps";                // host folder the MPS daemon owns: pipe/, log/, shm/, status
+  std::string hami_core_library = "/usr/local/vgpu/libvgpu.so";  // host path of HAMi-core's library
+  std::string hami_core_dir = "/var/lib/fracpack/hami-core";      // host folder of the per-container caches
   bool operator==(const NodeAgentConfig&) const = default;
 };
 

@@ -33,6 +33,20 @@ const Tree* annotation(const Tree& object, const std::string& key) {
 }
 
 // The first resource of `names` a container of the pod asks (limits or requests), or "".
+// The first of `names` container `c` asks (limits or requests), or "".
+std::string container_asks(const Tree& c, const std::vector<std::string>& names) {
+  const Tree* resources = member(c, "resources");
+  if (resources == nullptr) return {};
+  for (const char* kind : {"limits", "requests"}) {
+    const Tree* r = member(*resources, kind);
+    if (r == nullptr || !r->is_object()) continue;
+    for (const std::string& n : names) {
+      if (r->contains(n)) return n;
+    }
+  }
+  return {};
+}
+
 std::string asked_resource(const Tree& pod, const std::vector<std::string>& names) {
   const Tree* spec = member(pod, "spec");
   if (spec == nullptr) return {};
@@ -40,15 +54,36 @@ std::string asked_resource(const Tree& pod, const std::vector<std::string>& name
     const Tree* containers = member(*spec, list);
     if (containers == nullptr || !containers->is_array()) continue;
     for (const Tree& c : *containers) {
-      const Tree* resources = member(c, "resources");
-      if (resources == nullptr) continue;
-      for (const char* kind : {"limits", "requests"}) {
-        const Tree* r = member(*resources, kind);
-        if (r == nullptr || !r->is_object()) continue;
-        for (const std::string& n : names) {
-          if (r->contains(n)) return n;
-        }
-      }
+      if (std::string n = container_asks(c, names); !n.empty()) return n;
+    }
+  }
+  return {};
+}
+
+// The strings `field` of each object in the array `list` of `c`.
+std::vector<std::string> strings_of(const Tree& c, const char* list, const char* field) {
+  std::vector<std::string> out;
+  const Tree* items = member(c, list);
+  if (items == nullptr || !items->is_array()) return out;
+  for (const Tree& item : *items) out.push_back(text(item, field));
+  return out;
+}
+
+// The first container asking one of `names` that sets a limiter's
+// variables or mounts over its paths: "spec.containers[1] (main): why".
+std::string limiter_overridden(const Tree& pod, const std::vector<std::string>& names, const LimiterPaths& paths) {
+  const Tree* spec = member(pod, "spec");
+  if (spec == nullptr) return {};
+  for (const char* list : {"initContainers", "containers"}) {
+    const Tree* containers = member(*spec, list);
+    if (containers == nullptr || !containers->is_array()) continue;
+    for (size_t i = 0; i < containers->size(); ++i) {
+      const Tree& c = (*containers)[i];
+      if (container_asks(c, names).empty()) continue;
+      const std::vector<std::string> env = strings_of(c, "env", "name"), env_from = strings_of(c, "envFrom", "prefix"),
+                                     mounts = strings_of(c, "volumeMounts", "mountPath");
+      const std::string why = limiter_override(ContainerSettings{env, env_from, mounts}, scheduling::CardIsolation::kNone, paths);
+      if (!why.empty()) return "spec." + std::string(list) + "[" + std::to_string(i) + "] (" + text(c, "name") + "): " + why;
     }
   }
   return {};
@@ -140,6 +175,8 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
           refuse(who + ": spec.schedulerName is \"" + (scheduler.empty() ? std::string("default-scheduler") : scheduler) + "\" on a pod asking " +
                  r + ": only fracpack's scheduler (" + joined(policy.scheduler_names) + ") places GPU shares; set spec.schedulerName: " +
                  (policy.scheduler_names.empty() ? std::string("fracpack") : policy.scheduler_names.front()));
+        } else if (const std::string why = limiter_overridden(obj, policy.resources, policy.limiter_paths); !why.empty()) {
+          refuse(who + ": " + why + " (README, Isolation: a share is a limit)");
         }
       }
     }

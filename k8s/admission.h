@@ -8,7 +8,10 @@
 //                       annotations) written by anyone but recordWriters;
 //                       a pod asking the contract's resources with
 //                       spec.nodeName set (it bypasses the scheduler), or
-//                       with a schedulerName that is not fracpack's.
+//                       with a schedulerName that is not fracpack's; a
+//                       container asking them that sets a limiter's
+//                       variables itself or mounts over its paths
+//                       (k8s/limiter_guard.h: it would lift its own limit).
 //   pods UPDATE         refused: any of those annotations set, changed or
 //                       removed by anyone but recordWriters.
 //   pods/binding CREATE refused: a Binding carrying those annotations from
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "k8s/limiter_guard.h"
 
 namespace fracpack::k8s {
 
@@ -39,6 +43,7 @@ struct AdmissionPolicy {
   std::vector<std::string> resources;            // Contract::pod_resources()
   std::vector<std::string> record_writers;       // usernames allowed to write the guarded annotations
   std::vector<std::string> scheduler_names;      // a pod asking the resources must name one
+  LimiterPaths limiter_paths;                    // where the limiters appear in a container (nodeAgent.mpsDir)
 };
 
 struct AdmissionResult {

@@ -96,6 +96,21 @@ Status decode_container(od::value v, std::string_view path, const Selection& sel
         return Status::Ok();
       });
     }
+    if (!sel.container_env) return Status::Ok();
+    // One string field of each element of a list ("env" -> name, ...).
+    auto each_string = [&](std::string_view list, std::string_view field, std::vector<std::string>& into) -> Status {
+      const std::string lpath = join(path, list);
+      return for_each_element(val, lpath, [&](od::value el, size_t i) -> Status {
+        const std::string epath = lpath + "[" + std::to_string(i) + "]";
+        into.emplace_back();
+        return for_each_field(el, epath, [&](std::string_view k, od::value v2) -> Status {
+          return k == field ? get_string(v2, join(epath, k), into.back()) : Status::Ok();
+        });
+      });
+    };
+    if (key == "env") return each_string("env", "name", out.env);
+    if (key == "envFrom") return each_string("envFrom", "prefix", out.env_from);
+    if (key == "volumeMounts") return each_string("volumeMounts", "mountPath", out.mount_paths);
     return Status::Ok();
   });
 }

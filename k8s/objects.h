@@ -26,6 +26,10 @@ struct Selection {
   // Nodes' status.capacity too (gpushare's cards are read there); else
   // only status.allocatable is decoded.
   bool capacity = false;
+  // Containers' env names, envFrom prefixes and volume mount paths (the
+  // node agent checks that none lifts the limit its isolation enforces);
+  // the extender's reads skip them.
+  bool container_env = false;
 
   bool keep_annotation(std::string_view key) const;
   bool keep_label(std::string_view key) const;
@@ -51,6 +55,10 @@ struct Container {
   StringMap requests;
   StringMap limits;
   bool restart_always = false;  // an init container with restartPolicy: Always is a sidecar
+  // With Selection::container_env only:
+  std::vector<std::string> env;          // env[].name
+  std::vector<std::string> env_from;     // envFrom[].prefix ("" when it has none)
+  std::vector<std::string> mount_paths;  // volumeMounts[].mountPath
 };
 
 struct Pod {

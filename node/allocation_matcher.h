@@ -68,11 +68,21 @@
 
 namespace fracpack::node {
 
+// What a container's spec sets itself that a limiter cares about: it may
+// not lift its own limit (k8s/limiter_guard.h; checked at Allocate).
+struct SpecSettings {
+  std::vector<std::string> env;          // env[].name
+  std::vector<std::string> env_from;     // envFrom[].prefix
+  std::vector<std::string> mount_paths;  // volumeMounts[].mountPath
+  bool operator==(const SpecSettings&) const = default;
+};
+
 // A container that asks kubelet for the agent's devices.
 struct GpuContainer {
   std::string name;
   bool init = false;
   int devices = 0;  // resources.limits[<resource>]: how many IDs kubelet allocates
+  SpecSettings spec;
 };
 
 // A pod bound to this node that has not started yet.
@@ -113,6 +123,7 @@ struct Assignment {
   std::string pod_key;
   std::string container;
   std::vector<scheduling::CardShare> cards;
+  SpecSettings spec;  // the container's own settings
 };
 
 class AllocationMatcher {

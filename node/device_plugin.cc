@@ -72,7 +72,7 @@ void fill_list(const std::vector<GpuDevice>& devices, int slots, v1beta1::ListAn
     for (const std::string& id : device_ids(d, slots)) {
       v1beta1::Device* dev = out.add_devices();
       dev->set_id(id);
-      dev->set_health(d.healthy ? "Healthy" : "Unhealthy");
+      dev->set_health(d.usable() ? "Healthy" : "Unhealthy");
       dev->mutable_topology()->add_nodes()->set_id(d.numa);
     }
   }
@@ -92,8 +92,8 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
       return Error{who + ": its allocation record names card " + std::to_string(share.index) + " as " + share.uuid +
                    ", but that card is " + it->uuid};
     }
-    if (!it->healthy) {
-      return Error{who + ": card " + std::to_string(share.index) + " (" + it->uuid + ") is unhealthy: " + it->problem};
+    if (!it->usable()) {
+      return Error{who + ": card " + std::to_string(share.index) + " (" + it->uuid + ") is unhealthy: " + it->why_unusable()};
     }
     chosen.push_back(&*it);
     uuids.push_back(it->uuid);
@@ -102,6 +102,17 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
     memory.push_back(std::to_string(mib));
     cores.push_back(k8s::cores_text(share.cores > 0 ? share.cores : 1000));
   }
+  // The limiter of the cards' isolation (node/isolation.h): its variables
+  // and mounts, or a refusal (cards of two kinds; a container that would
+  // lift its own limit).
+  auto isolated = isolate(a, chosen, k8s::ContainerSettings{a.spec.env, a.spec.env_from, a.spec.mount_paths}, options.isolation);
+  if (!isolated) return Error{isolated.message()};
+  for (const std::string& dir : isolated->host_dirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::filesystem::permissions(dir, std::filesystem::perms::all, ec);  // the container's user is not the agent's
+    if (!std::filesystem::is_directory(dir)) return Error{who + ": cannot make " + dir + " for its limiter: " + ec.message()};
+  }
   auto& env = *out.mutable_envs();
   if (options.visible_devices_env) env["NVIDIA_VISIBLE_DEVICES"] = join(uuids);
   env["FRACPACK_POD"] = a.pod_key;
@@ -109,15 +120,13 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
   env["FRACPACK_GPU_UUIDS"] = join(uuids);
   env["FRACPACK_GPU_MEMORY_MIB"] = join(memory);
   env["FRACPACK_GPU_CORES_PERCENT"] = join(cores);
-  // HAMi-core's limits (../shared/reference/node-side.md §A2.6), for containers that run it:
-  // per visible card in order, and the first card's compute percent.
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    if (a.cards[i].memory_mib > 0 && a.cards[i].memory_mib < chosen[i]->memory_mib) {
-      env["CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(i)] = std::to_string(a.cards[i].memory_mib) + "m";
-    }
-  }
-  if (!a.cards.empty() && a.cards.front().cores > 0 && a.cards.front().cores < 1000) {
-    env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(std::max(1, a.cards.front().cores / 10));
+  env["FRACPACK_GPU_ISOLATION"] = scheduling::isolation_name(isolated->isolation);
+  for (const auto& [name, value] : isolated->env) env[name] = value;
+  for (const Mount& m : isolated->mounts) {
+    v1beta1::Mount* mount = out.add_mounts();
+    mount->set_container_path(m.container_path);
+    mount->set_host_path(m.host_path);
+    mount->set_read_only(m.read_only);
   }
   if (options.cdi) {
     for (const std::string& u : uuids) out.add_cdi_devices()->set_name(options.cdi_kind + "=" + u);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "node/devices_and_pods.h"
+#include "node/isolation.h"
 #include "common/result.h"
 
 namespace v1beta1 {
@@ -49,6 +50,8 @@ struct DevicePluginOptions {
   bool visible_devices_env = true;  // NVIDIA_VISIBLE_DEVICES=<uuid>,...
   bool cdi = true;                  // cdi_devices: <cdi_kind>=<uuid>
   std::string cdi_kind = "nvidia.com/gpu";
+  // What holds each container to its share (node/isolation.h).
+  IsolationOptions isolation;
   // How long an Allocate waits for the pod watch to show its record.
   std::chrono::milliseconds record_wait{10000};
   // How long GetPreferredAllocation waits for it (then kubelet picks the
@@ -71,10 +74,11 @@ const GpuDevice* device_of_id(const std::vector<GpuDevice>& devices, const std::
 void fill_list(const std::vector<GpuDevice>& devices, int slots, v1beta1::ListAndWatchResponse& out);
 
 // Allocate's answer for one container: the record's cards as
-// NVIDIA_VISIBLE_DEVICES and CDI names, and the shares as environment
-// variables a limiter reads (FRACPACK_GPU_*; HAMi-core's
-// CUDA_DEVICE_MEMORY_LIMIT_<i> and CUDA_DEVICE_SM_LIMIT). Refuses a card
-// the node does not have (index and UUID must agree) or that is unhealthy.
+// NVIDIA_VISIBLE_DEVICES and CDI names, the shares as FRACPACK_GPU_*, and
+// what the cards' isolation adds (node/isolation.h: MPS's pipe and limits,
+// HAMi-core's library and limits). Refuses a card the node does not have
+// (index and UUID must agree) or that is unhealthy (its limiter down
+// too), and a container that would lift its own limit.
 Status fill_container(const Assignment& assignment, const std::vector<GpuDevice>& devices, const DevicePluginOptions& options,
                       v1beta1::ContainerAllocateResponse& out);
 

@@ -31,6 +31,21 @@ bool DevicesAndPods::mark_unhealthy(const std::string& uuid, const std::string& 
   return changed;
 }
 
+bool DevicesAndPods::set_limiter_problem(const std::string& uuid, const std::string& problem) {
+  std::lock_guard lock(mu_);
+  bool changed = false;
+  for (GpuDevice& d : devices_) {
+    if (d.uuid != uuid || d.isolation_problem == problem) continue;
+    d.isolation_problem = problem;
+    changed = true;
+  }
+  if (changed) {
+    ++devices_version_;
+    changed_.notify_all();
+  }
+  return changed;
+}
+
 void DevicesAndPods::set_registered(bool registered) {
   std::lock_guard lock(mu_);
   if (registered_ == registered) return;
@@ -110,7 +125,7 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
       // watch is behind and that pod is gone (deleted, finished, rejected by
       // kubelet before its Allocate) — then the turn is the next pod's.
       if (auto turn = matcher_.unservable_turn(devices)) {
-        const PodCheck alive = confirm(Assignment{turn->first, turn->second, "", {}});
+        const PodCheck alive = confirm(Assignment{turn->first, turn->second, "", {}, {}});
         if (alive.settled && !alive.status.ok()) {
           matcher_.exclude(turn->first);
           continue;

@@ -28,6 +28,11 @@ class DevicesAndPods {
   // discovery, as NVIDIA's plugin does). Returns whether anything changed.
   bool mark_unhealthy(const std::string& uuid, const std::string& problem);
   std::vector<GpuDevice> devices() const;
+  // The limiter of card `uuid` (MPS: its control daemon; HAMi-core: its
+  // library) cannot serve ("": it can again): the card takes nothing new
+  // meanwhile (kubelet and the extender see it unusable). Returns whether
+  // anything changed.
+  bool set_limiter_problem(const std::string& uuid, const std::string& problem);
   // Whether kubelet has the device plugin registered (the published cards
   // say so: the extender places nothing on them while it has not). A change
   // counts as a device change (the publisher and ListAndWatch wake).

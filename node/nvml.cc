@@ -75,6 +75,9 @@ struct Nvml::Api {
   nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*event_wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned int) = nullptr;
+  nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*get_compute_mode)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*set_compute_mode)(nvmlDevice_t, unsigned int) = nullptr;
 
   std::string error(nvmlReturn_t r) const {
     const char* s = error_string != nullptr ? error_string(r) : nullptr;
@@ -110,6 +113,9 @@ Result<std::unique_ptr<Nvml>> Nvml::open(const std::string& library, std::string
   a.event_set_free = symbol<decltype(a.event_set_free)>(handle, nullptr, "nvmlEventSetFree");
   a.register_events = symbol<decltype(a.register_events)>(handle, nullptr, "nvmlDeviceRegisterEvents");
   a.event_wait = symbol<decltype(a.event_wait)>(handle, "nvmlEventSetWait_v2", "nvmlEventSetWait");
+  a.by_uuid = symbol<decltype(a.by_uuid)>(handle, nullptr, "nvmlDeviceGetHandleByUUID");
+  a.get_compute_mode = symbol<decltype(a.get_compute_mode)>(handle, nullptr, "nvmlDeviceGetComputeMode");
+  a.set_compute_mode = symbol<decltype(a.set_compute_mode)>(handle, nullptr, "nvmlDeviceSetComputeMode");
 
   const std::pair<const void*, const char*> required[] = {
       {reinterpret_cast<const void*>(a.init), "nvmlInit_v2"},
@@ -306,6 +312,28 @@ std::vector<HealthEvent> Nvml::wait_health(std::chrono::milliseconds timeout) {
     }
   }
   return out;
+}
+
+Result<int> Nvml::compute_mode(const std::string& uuid) {
+  Api& a = *api_;
+  if (a.by_uuid == nullptr || a.get_compute_mode == nullptr) return Error{"this NVML cannot read compute modes"};
+  nvmlDevice_t dev = nullptr;
+  if (nvmlReturn_t r = a.by_uuid(uuid.c_str(), &dev); r != kSuccess) return Error{"nvmlDeviceGetHandleByUUID(" + uuid + "): " + a.error(r)};
+  unsigned int mode = 0;
+  if (nvmlReturn_t r = a.get_compute_mode(dev, &mode); r != kSuccess) return Error{"nvmlDeviceGetComputeMode(" + uuid + "): " + a.error(r)};
+  return static_cast<int>(mode);
+}
+
+Status Nvml::set_compute_mode(const std::string& uuid, int mode) {
+  Api& a = *api_;
+  if (a.by_uuid == nullptr || a.set_compute_mode == nullptr) return Error{"this NVML cannot set compute modes"};
+  nvmlDevice_t dev = nullptr;
+  if (nvmlReturn_t r = a.by_uuid(uuid.c_str(), &dev); r != kSuccess) return Error{"nvmlDeviceGetHandleByUUID(" + uuid + "): " + a.error(r)};
+  if (nvmlReturn_t r = a.set_compute_mode(dev, static_cast<unsigned int>(mode)); r != kSuccess) {
+    return Error{"nvmlDeviceSetComputeMode(" + uuid + ", " + std::to_string(mode) + "): " + a.error(r) +
+                 (r == 4 ? " (it needs root: run fracpack mps-control-daemon privileged)" : "")};
+  }
+  return Status::Ok();
 }
 
 }  // namespace fracpack::node

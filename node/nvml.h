@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "scheduling/model.h"
 
 namespace fracpack::node {
 
@@ -30,6 +31,16 @@ struct GpuDevice {
   std::string parent_uuid; // a MIG instance's card
   bool healthy = true;
   std::string problem;     // why not healthy
+  // What holds a container to its share here (node/isolation.h): the
+  // agent's mode, or mig for a MIG instance. isolation_problem: the
+  // limiter cannot serve now (the MPS daemon down): the card takes nothing
+  // new meanwhile.
+  scheduling::CardIsolation isolation = scheduling::CardIsolation::kNone;
+  std::string isolation_problem;
+
+  // Healthy, and its limiter ready: what kubelet and the extender are told.
+  bool usable() const { return healthy && isolation_problem.empty(); }
+  std::string why_unusable() const { return !healthy ? problem : isolation_problem; }
 };
 
 struct Discovery {
@@ -60,6 +71,13 @@ class Nvml {
   // that stop answering are reported too. Xids that applications cause
   // (13, 31, 43, 45, 68, 109, as NVIDIA's device plugin skips) are ignored.
   std::vector<HealthEvent> wait_health(std::chrono::milliseconds timeout);
+
+  // A card's compute mode (NVML's: 0 DEFAULT, 2 PROHIBITED, 3
+  // EXCLUSIVE_PROCESS), read and set by UUID; setting it needs root.
+  static constexpr int kComputeDefault = 0;
+  static constexpr int kComputeExclusiveProcess = 3;
+  Result<int> compute_mode(const std::string& uuid);
+  Status set_compute_mode(const std::string& uuid, int mode);
 
   struct Api;
 

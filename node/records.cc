@@ -18,8 +18,9 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots,
     // The contract needs a size: a card NVML could not size is unhealthy.
     c.memory_mib = std::max<int64_t>(d.memory_mib, 1);
     c.numa = d.numa;
-    c.healthy = d.healthy && d.memory_mib > 0;
+    c.healthy = d.usable() && d.memory_mib > 0;
     c.max_sharers = slots;
+    c.isolation = d.isolation;
     cards.push_back(std::move(c));
   }
   return k8s::format_devices(cards, registered);
@@ -64,7 +65,7 @@ Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const std:
       return Error{"container " + c.name + ": resources.limits[" + resource + "]: " + std::to_string(*count) + " is not a device count 1..64"};
     }
     // A sidecar runs beside the app containers (the contract counts it so).
-    out.push_back(GpuContainer{c.name, init && !c.restart_always, static_cast<int>(*count)});
+    out.push_back(GpuContainer{c.name, init && !c.restart_always, static_cast<int>(*count), SpecSettings{c.env, c.env_from, c.mount_paths}});
     return Status::Ok();
   };
   for (const k8s::Container& c : pod.init_containers) {

@@ -44,6 +44,7 @@ std::string demand_key(const PodRequest& pod) {
     append_number(k, c.memory_percent);
     if (c.alone) k += 'A';
     if (c.percent_rounds_down) k += 'D';
+    if (c.needs_enforcement) k += 'E';
   }
   append_list(k, pod.model_match == PodRequest::ModelMatch::kExact ? 'm' : 'M', pod.allowed_models);
   append_list(k, '-', pod.excluded_models);

@@ -53,6 +53,18 @@ std::string describe(const ContainerRequest& c) {
   return s + " free";
 }
 
+// The isolations of the cards that could hold `c` but not enforce it ("none", "mig, none").
+std::string unenforced_isolations(const PodRequest& pod, const ContainerRequest& c, const std::vector<Card>& cards) {
+  std::string out;
+  for (CardIsolation i : {CardIsolation::kNone, CardIsolation::kMig}) {
+    const bool any = std::any_of(cards.begin(), cards.end(), [&](const Card& card) {
+      return card.isolation == i && card_compatible(pod, card) && share_could_fit(c, card);
+    });
+    if (any) out += (out.empty() ? "" : ", ") + std::string(isolation_name(i));
+  }
+  return out;
+}
+
 std::string container_label(const ContainerRequest& c) {
   return (c.init ? "init container " : "container ") + (c.name.empty() ? std::string("?") : c.name);
 }
@@ -360,12 +372,16 @@ FitResult explain_fit(const PodRequest& pod, const NodeState& node, const FitOpt
   }
   // Static checks: can enough cards ever serve each container?
   for (const ContainerRequest& c : pod.containers) {
-    int compatible = 0, sized = 0, schedulable = 0;
+    int compatible = 0, sized = 0, unenforced = 0, schedulable = 0;
     std::vector<int> per_numa_sized;
     for (const Card& card : cards) {
       if (!card_compatible(pod, card)) continue;
       ++compatible;
       if (!share_could_fit(c, card)) continue;
+      if (c.needs_enforcement && !card.enforces_shares()) {
+        ++unenforced;
+        continue;
+      }
       ++sized;
       if (card.schedulable()) ++schedulable;
       if (pod.numa_single) {
@@ -387,6 +403,15 @@ FitResult explain_fit(const PodRequest& pod, const NodeState& node, const FitOpt
       } else {
         r.reason = who + " needs " + gpus(c.cards) + ", node has " + gpus(compatible, true);
       }
+      return r;
+    }
+    if (sized < c.cards && sized + unenforced >= c.cards) {
+      // A share nothing would hold to its size (README "Isolation").
+      r.unresolvable = true;
+      r.reason = who + " needs " + gpus(c.cards) + " that enforce its share (MPS or HAMi-core), node has " + gpus(sized, true) +
+                 ": " + std::to_string(unenforced) + " of its GPUs cannot enforce a share (isolation " +
+                 unenforced_isolations(pod, c, cards) + ")" +
+                 (pod.unenforced_opt_in.empty() ? std::string() : "; the pod accepts an unenforced share with " + pod.unenforced_opt_in);
       return r;
     }
     if (sized < c.cards) {
@@ -415,12 +440,14 @@ FitResult explain_fit(const PodRequest& pod, const NodeState& node, const FitOpt
   }
   // Say what is short: the first container that cannot be placed on its own.
   for (const ContainerRequest& c : pod.containers) {
-    int available = 0, at_limit = 0, shared = 0;
+    int available = 0, at_limit = 0, shared = 0, unenforced = 0;
     for (size_t p = 0; p < cards.size(); ++p) {
       if (!card_compatible(pod, cards[p])) continue;
       const CardUse& u = node.use()[p];
       if (share_fits(c, cards[p], u)) {
         ++available;
+      } else if (c.needs_enforcement && !cards[p].enforces_shares()) {
+        ++unenforced;
       } else if (cards[p].max_sharers > 0 && u.sharers >= cards[p].max_sharers) {
         ++at_limit;
       } else if (c.alone && u.sharers > 0) {
@@ -432,6 +459,7 @@ FitResult explain_fit(const PodRequest& pod, const NodeState& node, const FitOpt
                  std::to_string(available) + " available";
       if (at_limit > 0) r.reason += "; " + std::to_string(at_limit) + " of the others serve as many shares as their split count allows";
       if (shared > 0) r.reason += "; " + std::to_string(shared) + " of the others hold shares and 100% compute needs a card alone";
+      if (unenforced > 0) r.reason += "; " + std::to_string(unenforced) + " of the others cannot enforce a share";
       return r;
     }
   }

@@ -75,13 +75,15 @@ inline bool card_compatible(const PodRequest& pod, const Card& card) {
 }
 
 // Can one share of `c` go on this card now: schedulable, compute and memory
-// free, the card's sharer limit, and a share that must be alone. The one
+// free, the card's sharer limit, a share that must be alone, and a share
+// that must be enforced on a card that enforces it. The one
 // rule every policy's card choice follows; inline because it is the
 // innermost test of every placement.
 inline bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use) {
   return card.schedulable() && use.cores < kCardMilli && kCardMilli - use.cores >= c.cores &&
          card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib) &&
-         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0);
+         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0) &&
+         (!c.needs_enforcement || card.enforces_shares());
 }
 
 // The node's kubelet (before 1.31) refuses this pod at admission: an init

@@ -47,4 +47,24 @@ std::string card_indices_text(const Allocation& allocation) {
   return out;
 }
 
+const char* isolation_name(CardIsolation isolation) {
+  switch (isolation) {
+    case CardIsolation::kMps: return "mps";
+    case CardIsolation::kHamiCore: return "hami-core";
+    case CardIsolation::kMig: return "mig";
+    case CardIsolation::kNone: break;
+  }
+  return "none";
+}
+
+bool parse_isolation(std::string_view text, CardIsolation& out) {
+  for (CardIsolation i : {CardIsolation::kNone, CardIsolation::kMps, CardIsolation::kHamiCore, CardIsolation::kMig}) {
+    if (text == isolation_name(i)) {
+      out = i;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace fracpack::scheduling

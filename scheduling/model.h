@@ -9,11 +9,23 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fracpack::scheduling {
 
 inline constexpr int kCardMilli = 1000;  // compute of one whole card
+
+// How a card keeps each container within its share (README "Isolation"):
+// nothing (kNone: a share is a promise; time-slicing with bookkeeping), the
+// vendor's MPS with per-client limits (kMps), HAMi-core's CUDA interception
+// (kHamiCore), or a MIG instance, whose whole is the hardware's but whose
+// parts nothing divides (kMig). Published by the node's agent per card.
+enum class CardIsolation : uint8_t { kNone, kMps, kHamiCore, kMig };
+// "none", "mps", "hami-core", "mig".
+const char* isolation_name(CardIsolation isolation);
+// The inverse; false for any other text.
+bool parse_isolation(std::string_view text, CardIsolation& out);
 
 // One GPU card of a node, as discovered (device annotation or GFD labels).
 struct Card {
@@ -25,8 +37,12 @@ struct Card {
   bool healthy = true;       // unhealthy cards take no new placements
   bool cordoned = false;     // operator-excluded from new placements
   int max_sharers = 0;       // most container shares the card's agent serves at once (HAMi's split count); 0: no limit
+  CardIsolation isolation = CardIsolation::kNone;  // what keeps a container within its share here
 
   bool schedulable() const { return healthy && !cordoned; }
+  // Whether a container's share of the card is held to its memory and
+  // compute (MPS or HAMi-core); a MIG instance is whole or nothing.
+  bool enforces_shares() const { return isolation == CardIsolation::kMps || isolation == CardIsolation::kHamiCore; }
   bool operator==(const Card&) const = default;
 };
 
@@ -58,6 +74,10 @@ struct ContainerRequest {
   int cores = 0;             // per card, milli of compute (0..1000); 1000 = exclusive card
   bool alone = false;        // each of its cards must hold no other share (HAMi: 100 % cores)
   bool percent_rounds_down = false;  // a percentage of a card's memory rounds down (HAMi), else up
+  // Its share must go on a card that enforces it (Card::enforces_shares):
+  // the contract sets it for a share of a card's compute (cores < a whole
+  // card) unless the pod or the cluster accepts an unenforced share.
+  bool needs_enforcement = false;
 
   // Memory this container needs on a card of the given size.
   int64_t memory_on(int64_t card_memory_mib) const {
@@ -88,6 +108,10 @@ struct PodRequest {
   // contract's memory or compute, known only to the extender): kubelets
   // before 1.31 refuse such a pod at admission (kubernetes#124255).
   bool init_names_unknown_resources = false;
+  // How the pod would accept an unenforced share (the contract's words, for
+  // a refusal's reason: "annotation fracpack.io/isolation: none"); set
+  // with ContainerRequest::needs_enforcement.
+  std::string unenforced_opt_in;
 
   bool wants_gpu() const { return !containers.empty(); }
   std::string key() const { return namespace_name + "/" + name; }

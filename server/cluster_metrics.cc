@@ -1,7 +1,9 @@
 #include "server/cluster_metrics.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "scheduling/fragmentation.h"
 
@@ -16,6 +18,12 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
   SampledFamily compute{"fracpack_card_compute_allocated_ratio", "Share of a card's compute reserved (0..1).", Type::kGauge, {}};
   SampledFamily sharers{"fracpack_card_sharers", "Pods holding a share of a card.", Type::kGauge, {}};
   SampledFamily cluster_gpus{"fracpack_cluster_gpus", "GPUs on the nodes fracpack knows.", Type::kGauge, {}};
+  SampledFamily isolation{"fracpack_card_isolation",
+                          "What holds each container to its share of a card (1 for the card's isolation: none, mps, hami-core, mig).",
+                          Type::kGauge, {}};
+  SampledFamily by_isolation{"fracpack_cluster_gpus_by_isolation", "GPUs on the nodes fracpack knows, by what enforces a share on them.",
+                             Type::kGauge, {}};
+  std::map<std::string, double> isolation_count;
   SampledFamily cluster_alloc{"fracpack_cluster_gpu_allocated_ratio", "Share of all GPU compute reserved (0..1).", Type::kGauge, {}};
   SampledFamily cluster_frag{"fracpack_cluster_gpu_fragmentation_ratio",
                              "Idle GPU compute the target workload cannot use, as a share of all (0..1).", Type::kGauge, {}};
@@ -35,7 +43,11 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
         mem.samples.push_back({labels, static_cast<double>(use.memory_mib) * 1048576.0});
         cap.samples.push_back({labels, static_cast<double>(card.memory_mib) * 1048576.0});
         compute.samples.push_back({labels, static_cast<double>(use.cores) / 1000.0});
-        sharers.samples.push_back({std::move(labels), static_cast<double>(use.sharers)});
+        sharers.samples.push_back({labels, static_cast<double>(use.sharers)});
+        const char* iso = scheduling::isolation_name(card.isolation);
+        labels.emplace_back("isolation", iso);
+        isolation.samples.push_back({std::move(labels), 1.0});
+        isolation_count[iso] += 1;
         ++gpus;
         used += std::min(use.cores, scheduling::kCardMilli);
       }
@@ -49,7 +61,10 @@ void collect_cluster_metrics(const ClusterMetricsSources& in, std::vector<Sample
     pod_count.samples.push_back({{{"phase", "confirmed"}}, static_cast<double>(ledger.pod_count()) - assumed});
     return 0;
   });
-  for (auto* f : {&mem, &cap, &compute, &sharers, &cluster_gpus, &cluster_alloc, &pod_count}) out.push_back(std::move(*f));
+  for (const char* iso : {"none", "mps", "hami-core", "mig"}) by_isolation.samples.push_back({{{"isolation", iso}}, isolation_count[iso]});
+  for (auto* f : {&mem, &cap, &compute, &sharers, &isolation, &cluster_gpus, &by_isolation, &cluster_alloc, &pod_count}) {
+    out.push_back(std::move(*f));
+  }
   if (!cluster_frag.samples.empty()) out.push_back(std::move(cluster_frag));
 
   const k8s::SyncCounters c = in.state.counters();

@@ -144,6 +144,9 @@ Status Daemon::start() {
              {{"consequence", "any user who may patch a pod can write a record that takes or frees a card"},
               {"setting", "security.records: unsigned"}});
   }
+  if (state_) {
+    for (const std::string& w : state_->contract().start_warnings()) log_warn("placement", {{"warning", w}});
+  }
   auto listen = config::parse_listen(c.listen);
   if (!listen) return Error{"listen: " + listen.message()};
   HttpOptions ho;
@@ -273,6 +276,7 @@ Status Daemon::start() {
     policy.resources = state_->contract().pod_resources();
     policy.record_writers = c.admission.record_writers;
     policy.scheduler_names = c.scheduler_names;
+    policy.limiter_paths.mps_pipe_dir = c.node_agent.mps_dir + "/pipe";
     admission_ = std::make_unique<AdmissionRoutes>(std::move(policy), metrics_);
     HttpOptions ao = ho;
     ao.address = al->first.empty() ? "0.0.0.0" : al->first;

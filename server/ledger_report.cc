@@ -41,6 +41,7 @@ std::string ledger_report_json(const scheduling::Ledger& ledger, const schedulin
       append_json_number(out, "computeUsedMilli", use.cores);
       append_json_number(out, "sharers", use.sharers);
       append_json_number(out, "maxSharers", card.max_sharers);  // the split count (HAMi); 0: no limit
+      append_json_field(out, "isolation", scheduling::isolation_name(card.isolation));  // what enforces a share there
       out += std::string(",\"healthy\":") + (card.healthy ? "true" : "false");
       out += std::string(",\"cordoned\":") + (card.cordoned ? "true" : "false");
       out += ",\"pods\":[";

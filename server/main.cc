@@ -20,6 +20,7 @@ commands:
   mix openb         build a workload mix from the openb trace (the FGD paper's recipes)
   serve             run the kube-scheduler extender (HTTP)
   node-agent        run the node agent on a GPU node (kubelet device plugin)
+  mps-control-daemon  run and supervise NVIDIA's MPS control daemon for the node agent (isolation mps)
   inspect           show per node and card what is reserved (a server or a snapshot)
   version           print the version
 
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     if (args[0] == "serve") return cmd_serve(rest(1));
     if (args[0] == "node-agent") return cmd_node_agent(rest(1));
     if (args[0] == "inspect") return cmd_inspect(rest(1));
+    if (args[0] == "mps-control-daemon") return cmd_mps_control_daemon(rest(1));
     if (args[0] == "replay" || args[0] == "convert" || args[0] == "mix") {
       return usage_error(args[0] + " needs a source: " + (args[0] == "replay" ? "openb or snapshot" : "openb"));
     }

@@ -1,9 +1,14 @@
 #include "server/node_agent.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "node/agent_state.h"
 #include "node/devices_publisher.h"
+#include "node/mps_status.h"
 #include "node/records.h"
 #include "server/log.h"
 
@@ -60,6 +65,13 @@ Status NodeAgent::start() {
       no_devices = "NVML (driver " + found->driver_version + ") finds no GPU on this node";
     } else {
       driver_version_ = found->driver_version;
+      for (node::GpuDevice& d : found->devices) {
+        // A MIG instance is held to its slice by the hardware, whatever the mode.
+        d.isolation = d.parent_uuid.empty() ? o.plugin.isolation.mode : scheduling::CardIsolation::kMig;
+        if (d.isolation == scheduling::CardIsolation::kMps || d.isolation == scheduling::CardIsolation::kHamiCore) {
+          d.isolation_problem = "its limiter (" + std::string(scheduling::isolation_name(d.isolation)) + ") is not checked yet";
+        }
+      }
       for (const node::GpuDevice& d : found->devices) {
         log_info("device", {{"index", std::to_string(d.index)}, {"uuid", d.uuid}, {"model", d.model},
                             {"memory_mib", std::to_string(d.memory_mib)}, {"numa", std::to_string(d.numa)},
@@ -79,12 +91,28 @@ Status NodeAgent::start() {
   if (idle()) return serve_http();
 
   // The pods bound here, then the plugin, health and the annotation.
-  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, record_rules_, record_rules_.contract->selection());
+  pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, record_rules_, pod_selection());
   if (o.client.endpoint.host.empty()) {
     log_warn("no API server: Allocate answers from the pod watch alone", {{"node", o.node_name}});
   } else {
     state_.set_pod_check([this](const node::Assignment& a) { return check_pod(a); });
   }
+  if (o.plugin.isolation.mode == scheduling::CardIsolation::kHamiCore) {
+    // The /etc/ld.so.preload each container gets, naming the library.
+    std::error_code ec;
+    std::filesystem::create_directories(o.plugin.isolation.hami_core_dir, ec);
+    const std::string preload = node::hami_core_preload_file(o.plugin.isolation);
+    std::ofstream f(preload, std::ios::trunc);
+    f << node::hami_core_preload_text();
+    f.close();
+    if (ec || !f) return Error{"nodeAgent.hamiCoreDir: cannot write " + preload + (ec ? ": " + ec.message() : std::string())};
+    ::chmod(preload.c_str(), 0644);
+  }
+  check_limiters();  // before kubelet or the extender sees a card
+  limiter_thread_ = std::jthread([this](std::stop_token st) {
+    pthread_setname_np(pthread_self(), "limiter");
+    limiter_loop(st);
+  });
   k8s::InformerOptions io;
   io.resource = "/api/v1/pods";
   io.field_selector = node::pods_on_node_selector(o.node_name);
@@ -136,9 +164,9 @@ Status NodeAgent::serve_http() {
 }
 
 void NodeAgent::stop() {
-  for (std::jthread* t : {&informer_thread_, &plugin_thread_, &health_thread_, &publish_thread_}) t->request_stop();
+  for (std::jthread* t : {&informer_thread_, &plugin_thread_, &health_thread_, &publish_thread_, &limiter_thread_}) t->request_stop();
   state_.stop();  // wakes the publisher and any Allocate waiting for its pod
-  for (std::jthread* t : {&informer_thread_, &plugin_thread_, &health_thread_, &publish_thread_}) {
+  for (std::jthread* t : {&informer_thread_, &plugin_thread_, &health_thread_, &publish_thread_, &limiter_thread_}) {
     if (t->joinable()) t->join();
   }
   if (http_) http_->stop();
@@ -151,6 +179,59 @@ void NodeAgent::health_loop(std::stop_token stop) {
       if (state_.mark_unhealthy(e.uuid, e.problem)) log_warn("device unhealthy", {{"uuid", e.uuid}, {"problem", e.problem}});
     }
   }
+}
+
+void NodeAgent::limiter_loop(std::stop_token stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, stop, options_.limiter_check, [] { return false; });
+    }
+    if (!stop.stop_requested()) check_limiters();
+  }
+}
+
+// MPS: the control daemon's status file (node/mps_status.h), which
+// `fracpack mps-control-daemon` rewrites at each heartbeat. HAMi-core: its
+// library on the node. A card whose limiter cannot serve takes nothing new
+// (its pods keep running: MPS clients lose their server, HAMi-core's are
+// already loaded).
+void NodeAgent::check_limiters() {
+  const node::IsolationOptions& iso = options_.plugin.isolation;
+  std::optional<Result<std::string>> mps_file;
+  for (const node::GpuDevice& d : state_.devices()) {
+    std::string problem;
+    if (d.isolation == scheduling::CardIsolation::kMps) {
+      if (!mps_file) {
+        std::ifstream f(iso.mps_status_file());
+        std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        mps_file = f ? Result<std::string>(std::move(text)) : Result<std::string>(Error{"cannot read " + iso.mps_status_file()});
+      }
+      const Status serves = node::mps_serves(*mps_file, d.uuid, std::chrono::system_clock::now(), options_.mps_stale_after);
+      if (!serves.ok()) problem = serves.message();
+    } else if (d.isolation == scheduling::CardIsolation::kHamiCore) {
+      struct stat st {};
+      if (::stat(iso.hami_core_library.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        problem = "HAMi-core's library " + iso.hami_core_library + " is not on the node (nodeAgent.hamiCoreLibrary): a share here would not be enforced";
+      }
+    }
+    if (state_.set_limiter_problem(d.uuid, problem)) {
+      limiter_changes_.fetch_add(1);
+      if (problem.empty()) {
+        log_info("card limiter ready", {{"uuid", d.uuid}, {"isolation", scheduling::isolation_name(d.isolation)}});
+      } else {
+        log_warn("card limiter not ready", {{"uuid", d.uuid}, {"isolation", scheduling::isolation_name(d.isolation)}, {"reason", problem}});
+      }
+    }
+  }
+}
+
+k8s::Selection NodeAgent::pod_selection() const {
+  k8s::Selection sel = record_rules_.contract->selection();
+  sel.container_env = true;  // what a container sets itself may lift its limit (k8s/limiter_guard.h)
+  return sel;
 }
 
 void NodeAgent::publish_loop(std::stop_token stop) {
@@ -193,6 +274,7 @@ Status NodeAgent::ready() const {
   auto add = [&why](const std::string& reason) { why += (why.empty() ? "" : "; ") + reason; };
   if (!plugin_ || !plugin_->stats().registered.load()) add("not registered with kubelet");
   if (!pods_ || !pods_->synced()) add("the pods on the node are not listed yet");
+
   if (!published_.load()) {
     std::lock_guard lock(error_mu_);
     add("devices not published" + (publish_error_.empty() ? std::string() : ": " + publish_error_));
@@ -217,7 +299,7 @@ node::DevicesAndPods::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
   if (!r) return node::DevicesAndPods::PodCheck{Error{r.message()}, false};
   if (r->status == 404) return gone("no longer exists");
   if (r->status != 200) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": HTTP " + std::to_string(r->status)}, false};
-  auto pod = k8s::parse_pod(r->body, record_rules_.contract->selection());
+  auto pod = k8s::parse_pod(r->body, pod_selection());
   if (!pod) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": " + pod.message()}, false};
   if (pod->meta.uid != a.pod_uid) return gone("was re-created (another UID)");
   if (pod->node_name != options_.node_name) return gone("is not bound to this node");
@@ -273,10 +355,17 @@ void NodeAgent::add_metrics() {
     one("fracpack_node_agent_idle", "1 when the agent idles: no NVML or no cards on this node.", Type::kGauge, idle() ? 1 : 0);
     SampledFamily devices{"fracpack_node_agent_device_healthy",
                           "Each card (or MIG instance) the agent advertises: 1 healthy, 0 unhealthy.", Type::kGauge, {}};
+    SampledFamily limiters{"fracpack_node_agent_device_limiter_ready",
+                           "Each card's share limiter (label isolation): 1 ready, 0 not (the card takes nothing new).", Type::kGauge, {}};
     for (const node::GpuDevice& d : state_.devices()) {
       devices.samples.push_back({{{"index", std::to_string(d.index)}, {"uuid", d.uuid}, {"model", d.model}}, d.healthy ? 1.0 : 0.0});
+      limiters.samples.push_back({{{"index", std::to_string(d.index)}, {"uuid", d.uuid}, {"isolation", scheduling::isolation_name(d.isolation)}},
+                                  d.isolation_problem.empty() ? 1.0 : 0.0});
     }
     out.push_back(std::move(devices));
+    out.push_back(std::move(limiters));
+    one("fracpack_node_agent_limiter_changes_total", "Cards whose limiter turned ready or not ready.", Type::kCounter,
+        static_cast<double>(limiter_changes_.load()));
     one("fracpack_node_agent_health_events_total", "NVML critical events seen (Xid, ECC, a card that stopped answering).",
         Type::kCounter, static_cast<double>(health_events_.load()));
     one("fracpack_node_agent_waiting_pods", "Pods bound to this node that ask for cards and wait for kubelet's Allocate.",

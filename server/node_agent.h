@@ -52,6 +52,8 @@ struct NodeAgentOptions {
   uint16_t listen_port = 8890;       // 0: any free port (tests)
   bool serve_http = true;
   std::chrono::milliseconds health_wait{5000};       // one NVML event wait
+  std::chrono::milliseconds limiter_check{1000};     // how often the limiter's readiness is read
+  std::chrono::milliseconds mps_stale_after{15000};  // an MPS status heartbeat older than this: the daemon is gone
   std::chrono::milliseconds publish_recheck{60000};  // the annotation re-read
   std::chrono::milliseconds retry{1000};             // after a failed write or registration
   std::string version = "dev";
@@ -87,6 +89,12 @@ class NodeAgent {
   void handle(HttpRequest&& request, Reply reply);
   void publish_loop(std::stop_token stop);
   void health_loop(std::stop_token stop);
+  // Whether each card's limiter can serve (node/isolation.h), every second.
+  void limiter_loop(std::stop_token stop);
+  void check_limiters();
+  // The pods' fields the agent reads: the contract's, and each container's
+  // env and mounts.
+  k8s::Selection pod_selection() const;
   void add_metrics();
   // Confirms with the API server that the pod an Allocate is for still
   // waits as the watch showed it (DevicesAndPods::CheckPod).
@@ -111,7 +119,8 @@ class NodeAgent {
   std::unique_ptr<k8s::ApiClient> check_client_;  // check_pod's connection (kubelet admits one pod at a time)
   mutable std::mutex error_mu_;
   std::string publish_error_;
-  std::jthread informer_thread_, plugin_thread_, health_thread_, publish_thread_;
+  std::atomic<uint64_t> limiter_changes_{0};
+  std::jthread informer_thread_, plugin_thread_, health_thread_, publish_thread_, limiter_thread_;
 };
 
 }  // namespace fracpack::server

@@ -120,6 +120,9 @@ class Contract {
   // The ResourceQuota keys of the namespace GPU quota; none: the contract
   // has no quota (its ResourceQuotas are not watched).
   virtual std::vector<QuotaKey> quota_keys() const { return {}; }
+  // What the operator should hear at start about how this contract places
+  // (fracpack's: shares that may go on cards that cannot enforce them).
+  virtual std::vector<std::string> start_warnings() const { return {}; }
 
   // Facts a node agent keeps beside the Node object, in ConfigMaps
   // (gpushare's unhealthy-gpu-<node> in kube-system). The namespace they

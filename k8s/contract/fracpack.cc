@@ -16,7 +16,7 @@
 namespace fracpack::k8s {
 
 Selection ContractNames::selection() const {
-  Selection s = selection_of({&model, &uuid, &uuid_exclude, &numa, &devices, &cordon, &allocation, &indices}, gpu_resources());
+  Selection s = selection_of({&model, &uuid, &uuid_exclude, &numa, &isolation, &devices, &cordon, &allocation, &indices}, gpu_resources());
   s.label_prefixes = {gfd_count, gfd_memory, gfd_product};
   return s;
 }
@@ -70,8 +70,17 @@ Result<int64_t> label_int(const Node& node, const std::string& label, int64_t mi
 
 }  // namespace
 
-FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign)
-    : ProfileContract("fracpack", std::move(names), FracpackOptions{}, std::move(foreign)) {}
+const char* unenforced_shares_name(UnenforcedShares u) { return u == UnenforcedShares::kRefuse ? "refuse" : "allow"; }
+
+FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign, FracpackOptions options)
+    : ProfileContract("fracpack", std::move(names), options, std::move(foreign)) {}
+
+std::vector<std::string> FracpackContract::start_warnings() const {
+  if (options_.unenforced_shares == UnenforcedShares::kRefuse) return {};
+  return {"shares may go on cards that cannot enforce them (placement.unenforcedShares: allow): a container given part of a "
+          "card whose node agent runs without isolation can use all of it; refuse places such shares only for pods annotated " +
+          names_.isolation + ": none"};
+}
 
 Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
   const ContractNames& n = names_;
@@ -128,6 +137,20 @@ Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
       return Error{who + ": annotation " + n.numa + ": " + in_quotes(*numa) + " is not one of single, any"};
     }
   }
+  // A share of a card's compute must be enforced where the cluster refuses
+  // unenforced shares, unless the pod accepts one (README "Isolation").
+  bool accepts_unenforced = options_.unenforced_shares != UnenforcedShares::kRefuse;
+  if (const std::string* iso = pod.meta.annotation(n.isolation)) {
+    if (trim(*iso) != "none") {
+      return Error{who + ": annotation " + n.isolation + ": " + in_quotes(*iso) +
+                   " is not none (the one value: the pod accepts a share its card cannot enforce)"};
+    }
+    accepts_unenforced = true;
+  }
+  if (!accepts_unenforced) {
+    for (ContainerRequest& c : r.containers) c.needs_enforcement = c.cores < scheduling::kCardMilli;
+    r.unenforced_opt_in = "annotation " + n.isolation + ": none";
+  }
   return r;
 }
 
@@ -157,6 +180,12 @@ Result<std::vector<Card>> parse_devices(std::string_view text, int& unregistered
       if (key == "numa") return f.integer(0, 255, c.numa);
       if (key == "healthy") return f.boolean(c.healthy);
       if (key == "maxSharers") return f.integer(0, 1 << 16, c.max_sharers);  // the node agent's device IDs per card
+      if (key == "isolation") {  // what enforces a share there (absent: none, as older agents wrote)
+        std::string name;
+        if (Status st = f.string(name); !st.ok()) return st;
+        if (!scheduling::parse_isolation(name, c.isolation)) return f.fail("must be one of none, mps, hami-core, mig");
+        return Status::Ok();
+      }
       if (key == "registered") {
         // The node agent's device plugin is not registered with kubelet:
         // kubelet would admit the pod and hand it no card.
@@ -283,6 +312,7 @@ std::string format_devices(const std::vector<Card>& cards, bool registered) {
     out += ",\"memoryMiB\":" + std::to_string(c.memory_mib) + ",\"numa\":" + std::to_string(c.numa) +
            ",\"healthy\":" + (c.healthy ? "true" : "false");
     if (c.max_sharers > 0) out += ",\"maxSharers\":" + std::to_string(c.max_sharers);
+    if (c.isolation != scheduling::CardIsolation::kNone) out += std::string(",\"isolation\":\"") + scheduling::isolation_name(c.isolation) + "\"";
     if (!registered) out += ",\"registered\":false";
     out += "}";
   }

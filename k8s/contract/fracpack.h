@@ -30,6 +30,8 @@ struct ContractNames {
   std::string uuid = "fracpack.io/gpu-uuid";
   std::string uuid_exclude = "fracpack.io/gpu-uuid-exclude";
   std::string numa = "fracpack.io/numa";
+  // "none": the pod accepts a share its cards cannot enforce (README "Isolation").
+  std::string isolation = "fracpack.io/isolation";
   // Node annotations.
   std::string devices = "fracpack.io/gpu-devices";
   std::string cordon = "fracpack.io/gpu-cordon";
@@ -49,14 +51,26 @@ struct ContractNames {
   bool operator==(const ContractNames&) const = default;
 };
 
-// The fracpack contract has nothing to set beyond its names.
+// Whether a share (less than a card's whole compute) may go on a card that
+// cannot enforce it (isolation none, or a part of a MIG instance: nothing
+// stops its container from using the whole card). placement.unenforcedShares.
+// The built-in default is allow, so that an upgrade whose configuration
+// predates the key places as it did (fracpack says so at start); the
+// shipped manifests and chart set refuse, so that a new install is safe.
+enum class UnenforcedShares {
+  kAllow,
+  kRefuse,  // only for pods that accept it (annotation fracpack.io/isolation: none)
+};
+const char* unenforced_shares_name(UnenforcedShares u);  // "allow", "refuse"
+
 struct FracpackOptions {
+  UnenforcedShares unenforced_shares = UnenforcedShares::kAllow;
   bool operator==(const FracpackOptions&) const = default;
 };
 
 class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> {
  public:
-  explicit FracpackContract(ContractNames names = {}, ForeignProfiles foreign = {});
+  explicit FracpackContract(ContractNames names = {}, ForeignProfiles foreign = {}, FracpackOptions options = {});
 
   // CPU and memory follow Kubernetes' effective request; GPU shares follow
   // the contract (README).
@@ -83,7 +97,12 @@ class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> 
   std::vector<std::string> guarded_annotations() const override {
     return {names_.allocation, names_.indices, std::string(kRecordSignatureAnnotation)};
   }
-  std::vector<std::string> placement_annotations() const override { return {names_.model, names_.uuid, names_.uuid_exclude, names_.numa}; }
+  // With placement.unenforcedShares: allow, that shares may go on cards
+  // that cannot enforce them.
+  std::vector<std::string> start_warnings() const override;
+  std::vector<std::string> placement_annotations() const override {
+    return {names_.model, names_.uuid, names_.uuid_exclude, names_.numa, names_.isolation};
+  }
 };
 
 // The records' codec (the device plugin side reads the same).

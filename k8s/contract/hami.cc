@@ -236,6 +236,11 @@ Result<std::vector<Card>> parse_hami_register(std::string_view text) {
   for (size_t i = 0; i < cards->size(); ++i) {
     // MIG and MPS cards are cut by HAMi's own templates: fracpack leaves them be.
     if (!modes[i].empty() && modes[i] != "hami-core") (*cards)[i].cordoned = true;
+    // What enforces a share there: HAMi's device plugin mounts HAMi-core
+    // into every container it serves (README "Isolation").
+    scheduling::CardIsolation isolation = scheduling::CardIsolation::kHamiCore;
+    if (!modes[i].empty() && !scheduling::parse_isolation(modes[i], isolation)) isolation = scheduling::CardIsolation::kNone;
+    (*cards)[i].isolation = isolation;
   }
   return cards;
 }

@@ -29,7 +29,7 @@ const std::vector<std::string>& profile_names() {
 }
 
 Result<std::shared_ptr<const Contract>> make_contract(const ContractConfig& c) {
-  if (c.profile == "fracpack") return std::shared_ptr<const Contract>(std::make_shared<FracpackContract>(c.fracpack, others_of(c)));
+  if (c.profile == "fracpack") return std::shared_ptr<const Contract>(std::make_shared<FracpackContract>(c.fracpack, others_of(c), c.fracpack_options));
   if (c.profile == "hami") {
     HamiOptions options = c.hami_options;
     options.node_lock_expire = c.hami_node_lock_expire;

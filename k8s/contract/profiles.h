@@ -20,6 +20,7 @@ namespace fracpack::k8s {
 struct ContractConfig {
   std::string profile = "fracpack";
   ContractNames fracpack;
+  FracpackOptions fracpack_options;  // placement.unenforcedShares
   HamiNames hami;
   HamiOptions hami_options;
   // The hami profile's node lock (hami.io/mutex.lock, k8s/node_lock.h).

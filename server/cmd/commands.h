@@ -21,6 +21,7 @@ int cmd_mix_openb(const std::vector<std::string>& argv);
 int cmd_serve(const std::vector<std::string>& argv);
 int cmd_node_agent(const std::vector<std::string>& argv);
 int cmd_inspect(const std::vector<std::string>& argv);
+int cmd_mps_control_daemon(const std::vector<std::string>& argv);
 
 // The configuration file --config names (defaults without it); the
 // error names the file, key and line.

@@ -95,12 +95,13 @@ T field(const json& object, const char* key, const std::string& where) {
 }
 
 std::string node_table(const json& nodes) {
-  std::vector<std::vector<std::string>> rows{{"NODE", "CARD", "MODEL", "MEMORY MiB (USED/TOTAL)", "MEMORY", "COMPUTE", "SHARERS", "STATE", "PODS"}};
+  std::vector<std::vector<std::string>> rows{
+      {"NODE", "CARD", "MODEL", "ISOLATION", "MEMORY MiB (USED/TOTAL)", "MEMORY", "COMPUTE", "SHARERS", "STATE", "PODS"}};
   for (const json& node : nodes) {
     const std::string name = field<std::string>(node, "name", "node");
     const json cards = field<json>(node, "cards", name);
     std::string label = name + (field<bool>(node, "present", name) ? "" : " (gone)");
-    if (cards.empty()) rows.push_back({label, "-", "(no GPUs)", "", "", "", "", "", ""});
+    if (cards.empty()) rows.push_back({label, "-", "(no GPUs)", "", "", "", "", "", "", ""});
     for (const json& card : cards) {
       const std::string where = name + " card";
       const int64_t mem = field<int64_t>(card, "memoryMiB", where), used = field<int64_t>(card, "memoryUsedMiB", where);
@@ -113,7 +114,9 @@ std::string node_table(const json& nodes) {
       if (auto most = card.find("maxSharers"); most != card.end() && most->is_number_integer() && most->get<int64_t>() > 0) {
         sharers += "/" + std::to_string(most->get<int64_t>());
       }
-      rows.push_back({label, std::to_string(field<int64_t>(card, "index", where)), field<std::string>(card, "model", where),
+      // What enforces a share on the card (an older server's report has none: "-").
+      const std::string isolation = card.contains("isolation") ? field<std::string>(card, "isolation", where) : "-";
+      rows.push_back({label, std::to_string(field<int64_t>(card, "index", where)), field<std::string>(card, "model", where), isolation,
                       std::to_string(used) + "/" + std::to_string(mem), mem > 0 ? percent(static_cast<double>(used) / static_cast<double>(mem)) : "-",
                       compute > 0 ? percent(static_cast<double>(compute_used) / static_cast<double>(compute)) : "-",
                       sharers, state, pods.empty() ? "-" : pods});

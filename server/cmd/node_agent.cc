@@ -41,6 +41,13 @@ options:
                             (config: nodeAgent.idsPerCard; default 32)
   --without-devices MODE    no NVML or no cards: fail (exit 1) or idle
                             (config: nodeAgent.withoutDevices; default fail)
+  --isolation MODE          what holds each container to its share: none, mps (the MPS control
+                            daemon, `fracpack mps-control-daemon`, runs on the node) or hami-core
+                            (HAMi-core's library on the node) (config: nodeAgent.isolation; default none)
+  --mps-dir DIR             the MPS control daemon's folder (config: nodeAgent.mpsDir;
+                            default /run/fracpack/mps)
+  --hami-core-library PATH  HAMi-core's library on the node (config: nodeAgent.hamiCoreLibrary;
+                            default /usr/local/vgpu/libvgpu.so)
   --verify-keys LIST        public keys (PEM files or folders, comma-separated) that sign the
                             allocation records it serves (config: security.verifyKeys)
   --log-level LEVEL         debug, info, warn, error (default info)
@@ -53,7 +60,7 @@ options:
 int cmd_node_agent(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
                           {"config", "node-name", "kubeconfig", "device-plugin-dir", "nvml-library", "listen", "state-file", "ids-per-card",
-                           "without-devices", "verify-keys", "log-level", "log-format"},
+                           "without-devices", "isolation", "mps-dir", "hami-core-library", "verify-keys", "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
@@ -83,6 +90,13 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
     a.ids_per_card = *n;
   }
   if (auto v = args->get("without-devices")) a.without_devices = *v;
+  if (auto v = args->get("isolation")) {
+    if (!scheduling::parse_isolation(*v, a.isolation) || a.isolation == scheduling::CardIsolation::kMig) {
+      return usage_error("--isolation: expected none, mps or hami-core, got \"" + *v + "\"");
+    }
+  }
+  if (auto v = args->get("mps-dir")) a.mps_dir = *v;
+  if (auto v = args->get("hami-core-library")) a.hami_core_library = *v;
   if (auto v = args->get("verify-keys")) c.security.verify_keys = split_list(*v);
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
@@ -119,6 +133,10 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   o.plugin.cdi = a.cdi;
   o.plugin.visible_devices_env = a.visible_devices_env;
   o.plugin.record_wait = a.record_wait;
+  o.plugin.isolation.mode = a.isolation;
+  o.plugin.isolation.mps_dir = a.mps_dir;
+  o.plugin.isolation.hami_core_library = a.hami_core_library;
+  o.plugin.isolation.hami_core_dir = a.hami_core_dir;
   o.nvml_library = a.nvml_library;
   o.state_file = a.state_file;
   o.idle_without_devices = a.without_devices == "idle";

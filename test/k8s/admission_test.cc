@@ -19,7 +19,7 @@ using json = nlohmann::json;
 constexpr const char* kExtender = "system:serviceaccount:fracpack-system:fracpack";
 
 AdmissionPolicy policy_of(const Contract& contract, std::vector<std::string> writers = {kExtender}) {
-  return AdmissionPolicy{contract.guarded_annotations(), contract.pod_resources(), std::move(writers), {"fracpack"}};
+  return AdmissionPolicy{contract.guarded_annotations(), contract.pod_resources(), std::move(writers), {"fracpack"}, {}};
 }
 
 const AdmissionPolicy kPolicy = policy_of(FracpackContract{});
@@ -95,6 +95,32 @@ TEST(Admission, AGpuPodThatBypassesFracpacksSchedulerIsRefused) {
   json init = pod({}, {{"cpu", "1"}}, "gpu-1");
   init["spec"]["initContainers"] = json::array({{{"name", "setup"}, {"resources", {{"requests", {{"fracpack.io/gpu-memory", "1024"}}}}}}});
   EXPECT_FALSE(decide(review("CREATE", init)).allowed);
+}
+
+// README "Isolation: a share is a limit": a GPU container may not set the
+// variables or mount over the paths its card's limiter reads (the node is
+// not known yet: every limiter's). The node agent refuses it too, at
+// Allocate, for its own cards' limiter: this holds without the webhook.
+TEST(Admission, AGpuContainerThatWouldLiftItsOwnLimitIsRefusedNamingTheField) {
+  json mps = pod({}, {{"fracpack.io/gpu", "1"}, {"fracpack.io/gpu-cores", "30"}});
+  mps["spec"]["containers"][0]["env"] = json::array({{{"name", "MODEL"}, {"value", "x"}}, {{"name", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}, {"value", "100"}}});
+  const AdmissionResult r = decide(review("CREATE", mps));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("spec.containers[0] (main): env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), std::string::npos) << r.message;
+  json preload = pod();
+  preload["spec"]["containers"][0]["volumeMounts"] = json::array({{{"name", "p"}, {"mountPath", "/etc/ld.so.preload"}}});
+  EXPECT_FALSE(decide(review("CREATE", preload)).allowed);
+  json prefixed = pod();
+  prefixed["spec"]["containers"][0]["envFrom"] = json::array({{{"prefix", "CUDA_"}, {"configMapRef", {{"name", "c"}}}}});
+  EXPECT_FALSE(decide(review("CREATE", prefixed)).allowed);
+  // Ordinary settings, and the same variables in a container without cards.
+  json ordinary = pod();
+  ordinary["spec"]["containers"][0]["envFrom"] = json::array({{{"configMapRef", {{"name", "app"}}}}});
+  ordinary["spec"]["containers"][0]["volumeMounts"] = json::array({{{"name", "d"}, {"mountPath", "/data"}}, {{"name", "s"}, {"mountPath", "/dev/shm"}}});
+  EXPECT_TRUE(decide(review("CREATE", ordinary)).allowed);
+  json sidecar = pod();
+  sidecar["spec"]["containers"].push_back({{"name", "proxy"}, {"image", "envoy"}, {"env", json::array({{{"name", "LD_PRELOAD"}, {"value", "x"}}})}});
+  EXPECT_TRUE(decide(review("CREATE", sidecar)).allowed) << "its limit is not read there";
 }
 
 TEST(Admission, WhatTenantsDoEveryDayIsAllowed) {

@@ -16,7 +16,7 @@ WaitingPod pod(const std::string& name, const std::string& created, std::vector<
   return test::waiting_pod(name, created, std::move(cs));
 }
 
-GpuContainer ctr(const std::string& name, int devices, bool init = false) { return GpuContainer{name, init, devices}; }
+GpuContainer ctr(const std::string& name, int devices, bool init = false) { return GpuContainer{name, init, devices, {}}; }
 
 TEST(AllocationMatcher, OneWaitingPodGetsItsRecordedCards) {
   AllocationMatcher m;

@@ -94,7 +94,7 @@ TEST_F(DevicePluginTest, RegistersAndAdvertisesSlotsPerCardWithHealth) {
 }
 
 TEST_F(DevicePluginTest, AllocateAnswersTheRecordsCardsAndShares) {
-  state_.set_pods({waiting("infer", {{GpuContainer{"main", false, 2}, {share(1, 8192, 500), share(3, 8192, 500)}}})});
+  state_.set_pods({waiting("infer", {{GpuContainer{"main", false, 2, {}}, {share(1, 8192, 500), share(3, 8192, 500)}}})});
   auto admitted = kubelet_->admit("uid-infer", {{"main", 2}});
   ASSERT_TRUE(admitted.ok()) << admitted.message();
   ASSERT_EQ(admitted->size(), 1u);
@@ -102,9 +102,11 @@ TEST_F(DevicePluginTest, AllocateAnswersTheRecordsCardsAndShares) {
   EXPECT_EQ(a.envs.at("NVIDIA_VISIBLE_DEVICES"), card(1).uuid + "," + card(3).uuid);
   EXPECT_EQ(a.envs.at("FRACPACK_GPU_MEMORY_MIB"), "8192,8192");
   EXPECT_EQ(a.envs.at("FRACPACK_GPU_CORES_PERCENT"), "50,50");
-  EXPECT_EQ(a.envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "8192m");
-  EXPECT_EQ(a.envs.at("CUDA_DEVICE_MEMORY_LIMIT_1"), "8192m");
-  EXPECT_EQ(a.envs.at("CUDA_DEVICE_SM_LIMIT"), "50");
+  // No limiter on these cards (isolation none): nothing would read a limit.
+  EXPECT_EQ(a.envs.at("FRACPACK_GPU_ISOLATION"), "none");
+  EXPECT_EQ(a.envs.count("CUDA_DEVICE_MEMORY_LIMIT_0"), 0u);
+  EXPECT_EQ(a.envs.count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u);
+  EXPECT_TRUE(a.mounts.empty());
   EXPECT_EQ(a.envs.at("FRACPACK_POD"), "default/infer");
   ASSERT_EQ(a.cdi_devices.size(), 2u);
   EXPECT_EQ(a.cdi_devices[0], "nvidia.com/gpu=" + card(1).uuid);
@@ -115,8 +117,48 @@ TEST_F(DevicePluginTest, AllocateAnswersTheRecordsCardsAndShares) {
   EXPECT_EQ(plugin_->stats().allocations.load(), 1u);
 }
 
+// What the answer carries per isolation (node/isolation.h has the details).
+TEST_F(DevicePluginTest, OnMpsCardsTheAnswerMakesTheContainerAnMpsClientWithItsLimits) {
+  std::vector<GpuDevice> devices = state_.devices();
+  for (GpuDevice& d : devices) d.isolation = scheduling::CardIsolation::kMps;
+  state_.set_devices(devices);
+  state_.set_pods({waiting("infer", {{GpuContainer{"main", false, 2, {}}, {share(1, 8192, 500), share(3, 4096, 300)}}})});
+  auto admitted = kubelet_->admit("uid-infer", {{"main", 2}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  const auto& a = (*admitted)[0];
+  EXPECT_EQ(a.envs.at("FRACPACK_GPU_ISOLATION"), "mps");
+  EXPECT_EQ(a.envs.at("CUDA_MPS_PIPE_DIRECTORY"), "/run/fracpack/mps/pipe");
+  EXPECT_EQ(a.envs.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=8192M,1=4096M");
+  EXPECT_EQ(a.envs.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
+  EXPECT_EQ(a.mounts, (std::vector<KubeletDouble::Admitted::Mount>{{"/run/fracpack/mps/pipe", "/run/fracpack/mps/pipe", false},
+                                                                   {"/dev/shm", "/run/fracpack/mps/shm", false}}));
+}
+
+TEST_F(DevicePluginTest, AContainerThatSetsItsOwnMpsLimitIsRefused) {
+  std::vector<GpuDevice> devices = state_.devices();
+  for (GpuDevice& d : devices) d.isolation = scheduling::CardIsolation::kMps;
+  state_.set_devices(devices);
+  state_.set_pods({waiting("greedy", {{GpuContainer{"main", false, 1, SpecSettings{{"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"}, {}, {}}},
+                                       {share(1, 8192, 500)}}})});
+  auto admitted = kubelet_->admit("uid-greedy", {{"main", 1}});
+  ASSERT_FALSE(admitted.ok());
+  EXPECT_NE(admitted.message().find("lifts its own limit: env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), std::string::npos) << admitted.message();
+}
+
+TEST_F(DevicePluginTest, ACardWhoseLimiterIsNotReadyIsUnhealthyToKubelet) {
+  std::vector<GpuDevice> devices = state_.devices();
+  for (GpuDevice& d : devices) d.isolation = scheduling::CardIsolation::kMps;
+  state_.set_devices(devices);
+  ASSERT_TRUE(state_.set_limiter_problem(card(2).uuid, "the MPS control daemon is down"));
+  EXPECT_FALSE(state_.set_limiter_problem(card(2).uuid, "the MPS control daemon is down")) << "no change";
+  ASSERT_TRUE(kubelet_->wait_devices([&](const auto& d) { return d.at(card(2).uuid + "-0") == "Unhealthy"; }, 10s));
+  EXPECT_EQ(kubelet_->devices().at(card(1).uuid + "-0"), "Healthy");
+  ASSERT_TRUE(state_.set_limiter_problem(card(2).uuid, ""));
+  EXPECT_TRUE(kubelet_->wait_devices([&](const auto& d) { return d.at(card(2).uuid + "-0") == "Healthy"; }, 10s));
+}
+
 TEST_F(DevicePluginTest, AWholeCardGetsNoLimiterVariables) {
-  state_.set_pods({waiting("train", {{GpuContainer{"main", false, 1}, {share(2, 0, 1000)}}})});
+  state_.set_pods({waiting("train", {{GpuContainer{"main", false, 1, {}}, {share(2, 0, 1000)}}})});
   auto admitted = kubelet_->admit("uid-train", {{"main", 1}});
   ASSERT_TRUE(admitted.ok()) << admitted.message();
   const auto& env = (*admitted)[0].envs;
@@ -139,7 +181,7 @@ TEST_F(DevicePluginTest, NoRecordIsRefusedWithAMessageKubeletShows) {
 TEST_F(DevicePluginTest, AllocateWaitsForAPodTheWatchHasNotShownYet) {
   std::jthread late([this] {
     std::this_thread::sleep_for(100ms);
-    state_.set_pods({waiting("late", {{GpuContainer{"main", false, 1}, {share(0, 1024, 100)}}})});
+    state_.set_pods({waiting("late", {{GpuContainer{"main", false, 1, {}}, {share(0, 1024, 100)}}})});
   });
   auto admitted = kubelet_->admit("uid-late", {{"main", 1}});
   ASSERT_TRUE(admitted.ok()) << admitted.message();
@@ -150,14 +192,14 @@ TEST_F(DevicePluginTest, AnUnhealthyCardIsAdvertisedSoAndItsRecordRefused) {
   ASSERT_TRUE(state_.mark_unhealthy(card(3).uuid, "Xid 79"));
   ASSERT_TRUE(kubelet_->wait_devices([](const auto& d) { return d.at(card(3).uuid + "-0") == "Unhealthy"; }, 5s));
   EXPECT_EQ(kubelet_->devices().at(card(2).uuid + "-0"), "Healthy");
-  state_.set_pods({waiting("doomed", {{GpuContainer{"main", false, 1}, {share(3, 1024, 100)}}})});
+  state_.set_pods({waiting("doomed", {{GpuContainer{"main", false, 1, {}}, {share(3, 1024, 100)}}})});
   auto admitted = kubelet_->admit("uid-doomed", {{"main", 1}});
   ASSERT_FALSE(admitted.ok());
   EXPECT_NE(admitted.message().find("card 3 (" + card(3).uuid + ") is unhealthy: Xid 79"), std::string::npos) << admitted.message();
 }
 
 TEST_F(DevicePluginTest, ARecordNamingACardTheNodeLacksIsRefused) {
-  WaitingPod p = waiting("elsewhere", {{GpuContainer{"main", false, 1}, {CardShare{7, "GPU-other", 1024, 100}}}});
+  WaitingPod p = waiting("elsewhere", {{GpuContainer{"main", false, 1, {}}, {CardShare{7, "GPU-other", 1024, 100}}}});
   state_.set_pods({p});
   auto admitted = kubelet_->admit("uid-elsewhere", {{"main", 1}});
   ASSERT_FALSE(admitted.ok());
@@ -182,7 +224,7 @@ TEST_F(DevicePluginTest, ReRegistersWhenKubeletRestarts) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the plugin never settled after kubelet's restart";
   }
   ASSERT_TRUE(kubelet_->wait_registered("fracpack.io/gpu", 10s));
-  state_.set_pods({waiting("after", {{GpuContainer{"main", false, 1}, {share(1, 1024, 100)}}})});
+  state_.set_pods({waiting("after", {{GpuContainer{"main", false, 1, {}}, {share(1, 1024, 100)}}})});
   auto admitted = kubelet_->admit("uid-after", {{"main", 1}});
   ASSERT_TRUE(admitted.ok()) << admitted.message();
   EXPECT_EQ((*admitted)[0].envs.at("NVIDIA_VISIBLE_DEVICES"), card(1).uuid);

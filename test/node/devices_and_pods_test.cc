@@ -16,8 +16,8 @@ using Clock = std::chrono::steady_clock;
 
 WaitingPod two_containers() {
   return test::waiting_pod("p", "2026-01-01T00:00:00Z",
-                           {{GpuContainer{"first", false, 1}, {CardShare{0, "GPU-0", 1024, 100}}},
-                            {GpuContainer{"second", false, 1}, {CardShare{1, "GPU-1", 1024, 100}}}});
+                           {{GpuContainer{"first", false, 1, {}}, {CardShare{0, "GPU-0", 1024, 100}}},
+                            {GpuContainer{"second", false, 1, {}}, {CardShare{1, "GPU-1", 1024, 100}}}});
 }
 
 // The pod watch delivering `pods` a moment later (a bind kubelet saw first).
@@ -96,7 +96,7 @@ std::vector<GpuDevice> two_cards() {
 }
 
 WaitingPod one(const std::string& name, const std::string& created, CardShare card) {
-  return test::waiting_pod(name, created, {{GpuContainer{"main", false, 1}, {std::move(card)}}});
+  return test::waiting_pod(name, created, {{GpuContainer{"main", false, 1, {}}, {std::move(card)}}});
 }
 
 TEST(DevicesAndPods, TheAgentsAccountRefusesACardAnotherLivePodHolds) {
@@ -174,8 +174,8 @@ TEST(DevicesAndPods, APodKubeletRejectedHalfwayIsNotContinued) {
     return DevicesAndPods::PodCheck{Status::Ok(), true};
   });
   WaitingPod half = test::waiting_pod("half", "2026-01-01T00:00:00Z",
-                                      {{GpuContainer{"one", false, 1}, {CardShare{0, "GPU-0", 1024, 100}}},
-                                       {GpuContainer{"two", false, 1}, {CardShare{0, "GPU-0", 1024, 100}}}});
+                                      {{GpuContainer{"one", false, 1, {}}, {CardShare{0, "GPU-0", 1024, 100}}},
+                                       {GpuContainer{"two", false, 1, {}}, {CardShare{0, "GPU-0", 1024, 100}}}});
   WaitingPod next = one("next", "2026-01-01T00:00:01Z", CardShare{1, "GPU-1", 8192, 500});
   half.arrival = 1;
   next.arrival = 2;

@@ -12,6 +12,12 @@
 //   card;error=handle                               (nvmlDeviceGetHandleByIndex fails)
 //   card;...;no_numa_call=1                         (nvmlDeviceGetNumaNodeId unsupported)
 //
+// Compute modes: FAKE_NVML_COMPUTE_MODES names a file of "uuid=mode" lines
+// (the last line of a UUID wins): nvmlDeviceSetComputeMode appends to it,
+// nvmlDeviceGetComputeMode reads it (0, DEFAULT, when absent), so a test
+// sees what another process set. A card with "compute_mode=denied" refuses
+// the change (NO_PERMISSION: not root).
+//
 // Health: FAKE_NVML_EVENTS names a file read on every nvmlEventSetWait; each
 // new line is one event: "xid;uuid=GPU-1;code=79" (an Xid on that card) or
 // "lost;uuid=GPU-1" (the card stops answering: its calls fail from then on).
@@ -147,6 +153,7 @@ __attribute__((visibility("default"))) const char* nvmlErrorString(int r) {
   switch (r) {
     case 0: return "Success";
     case 3: return "Not Supported";
+    case 4: return "Insufficient Permissions";
     case 6: return "Not Found";
     case 9: return "Driver Not Loaded";
     case 15: return "GPU is lost";
@@ -275,6 +282,38 @@ __attribute__((visibility("default"))) int nvmlEventSetWait_v2(void*, nvmlEventD
     if (std::chrono::steady_clock::now() >= deadline) return 10;  // TIMEOUT
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetHandleByUUID(const char* uuid, void** out) {
+  std::lock_guard lock(mu);
+  for (const auto& d : all) {
+    if (d->get("uuid") == uuid) {
+      *out = d.get();
+      return 0;
+    }
+  }
+  return 6;  // NOT_FOUND
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetComputeMode(void* h, unsigned int* mode) {
+  *mode = 0;
+  const char* path = std::getenv("FAKE_NVML_COMPUTE_MODES");
+  if (path == nullptr) return 0;
+  std::ifstream in(path);
+  const std::string prefix = dev(h)->get("uuid") + "=";
+  for (std::string line; std::getline(in, line);) {
+    if (line.compare(0, prefix.size(), prefix) == 0) *mode = static_cast<unsigned int>(std::stoul(line.substr(prefix.size())));
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceSetComputeMode(void* h, unsigned int mode) {
+  if (dev(h)->get("compute_mode") == "denied") return 4;  // NO_PERMISSION
+  const char* path = std::getenv("FAKE_NVML_COMPUTE_MODES");
+  if (path == nullptr) return 3;  // NOT_SUPPORTED
+  std::ofstream out(path, std::ios::app);
+  out << dev(h)->get("uuid") << "=" << mode << "\n";
+  return out ? 0 : 999;
 }
 
 }  // extern "C"

@@ -449,6 +449,7 @@ Status RealCluster::up() {
     if (Status s = start_containerd(); !s.ok()) return s;
     if (Status s = start_kubelet_process(); !s.ok()) return s;
     if (options_.fracpack) {
+      if (Status s = start_mps_daemon(); !s.ok()) return s;
       if (Status s = start_agent(); !s.ok()) return s;
     }
   }
@@ -751,6 +752,28 @@ Status RealCluster::start_kubelet_process() {
   return Status::Ok();
 }
 
+Status RealCluster::start_mps_daemon() {
+  write(dir_ + "/nvml.conf", nvml_config(options_.cards));
+  if (!fs::exists(dir_ + "/nvml.events")) write(dir_ + "/nvml.events", "");
+  const std::string status_file = mps_dir() + "/status";
+  const std::string before = fs::exists(status_file) ? slurp(status_file) : "";
+  if (Status s = spawn("mps-control-daemon",
+                       {FRACPACK_BINARY, "mps-control-daemon", "--config", dir_ + "/fracpack.yaml", "--mps-control", FRACPACK_FAKE_MPS_CONTROL,
+                        "--mps-dir", mps_dir(), "--nvml-library", FRACPACK_FAKE_NVML, "--log-format", "logfmt"},
+                       {"FAKE_NVML_CONFIG=" + dir_ + "/nvml.conf", "FAKE_NVML_EVENTS=" + dir_ + "/nvml.events",
+                        "FAKE_NVML_COMPUTE_MODES=" + dir_ + "/compute-modes", "FAKE_MPS_LOG=" + dir_ + "/logs/fake-mps.log"});
+      !s.ok()) {
+    return s;
+  }
+  return wait_ready("mps control daemon: ready", [&] {
+    if (!fs::exists(status_file)) return false;
+    const std::string now = slurp(status_file);
+    return now != before && now.find("\"state\":\"ready\"") != std::string::npos;
+  }, 30s);
+}
+
+void RealCluster::stop_mps_daemon() { stop("mps-control-daemon"); }
+
 Status RealCluster::start_agent(bool offered) {
   const size_t since = component_log("node-agent").size();  // (the logs are appended to)
   const size_t kubelet_since = component_log("kubelet").size();
@@ -759,7 +782,7 @@ Status RealCluster::start_agent(bool offered) {
   if (Status s = spawn("node-agent",
                        {FRACPACK_BINARY, "node-agent", "--config", dir_ + "/fracpack.yaml", "--kubeconfig", kubeconfig("node-agent", tokens_.at("agent")),
                         "--node-name", kNodeName, "--device-plugin-dir", "/var/lib/kubelet/device-plugins", "--nvml-library",
-                        FRACPACK_FAKE_NVML, "--state-file", dir_ + "/agent.state", "--listen", "127.0.0.1:18890", "--verify-keys",
+                        FRACPACK_FAKE_NVML, "--state-file", dir_ + "/agent.state", "--mps-dir", mps_dir(), "--listen", "127.0.0.1:18890", "--verify-keys",
                         dir_ + "/signing.pub.pem", "--log-format", "logfmt"},
                        {"FAKE_NVML_CONFIG=" + dir_ + "/nvml.conf", "FAKE_NVML_EVENTS=" + dir_ + "/nvml.events"});
       !s.ok()) {

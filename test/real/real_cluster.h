@@ -80,6 +80,13 @@ class RealCluster {
   void kill_replica(int i);
   Status stop_kubelet();
   Status start_kubelet();
+  // `fracpack mps-control-daemon` (the shipped config's isolation is mps),
+  // run with the stand-in nvidia-cuda-mps-control and the fake NVML: start
+  // waits until its status says ready; stop is SIGTERM (it quits the
+  // control daemon and says stopped).
+  Status start_mps_daemon();
+  void stop_mps_daemon();
+  std::string mps_dir() const { return dir_ + "/mps"; }
   // Compacts etcd to its current revision (watches resumed from older
   // versions then get 410 Gone).
   Status compact_etcd();

@@ -226,6 +226,84 @@ TEST_F(Real, A_PodsOfEveryShapeRunWithTheirRecordedCards) {
 // failed the pod (OutOffracpack.io/gpu-cores, kubernetes#124255). Now the
 // extender refuses it with the reason; and the reasons carry no '%' (row 4)
 // and survive a v1.20 scheduler, which drops FailedAndUnresolvableNodes (row 12).
+// README "A share is a limit": the shipped configuration runs the node's
+// cards under MPS (nodeAgent.isolation: mps, placement.unenforcedShares:
+// refuse). kubelet mounts what the agent's answer names and puts its
+// variables in the container; a container setting the limiter's variables
+// itself is refused with the webhook and without; while the MPS daemon is
+// stopped no share is placed on the node, and once it is back the pod runs.
+TEST_F(Real, A2_ASharedContainerIsAnMpsClientHeldToItsShare) {
+  auto env = env_of(cluster().log("default", "share", "main"));
+  EXPECT_EQ(env["FRACPACK_GPU_ISOLATION"], "mps");
+  EXPECT_EQ(env["CUDA_MPS_PIPE_DIRECTORY"], cluster().mps_dir() + "/pipe");
+  EXPECT_EQ(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=8192M");
+  EXPECT_EQ(env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50");
+  auto whole = env_of(cluster().log("default", "whole", "main"));
+  EXPECT_EQ(whole.count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u) << "a whole card has no limit";
+  EXPECT_EQ(whole["CUDA_MPS_PIPE_DIRECTORY"], cluster().mps_dir() + "/pipe");
+
+  // The daemon's pipe is what the container sees (the stand-in's FIFO
+  // "control"); and which of two values of one variable kubelet 1.20 keeps
+  // when the pod spec and the device plugin both set it.
+  json client = gpu_pod("mps-client", {{"main", false, 1, 10, 1024}});
+  client["spec"]["containers"][0]["command"] = {"sh", "-c", "env; ls \"$CUDA_MPS_PIPE_DIRECTORY\"; echo READY; sleep 3600"};
+  client["spec"]["containers"][0]["env"] = json::array({{{"name", "FRACPACK_POD"}, {"value", "set-by-the-pod"}}});
+  ASSERT_TRUE(cluster().create(client));
+  ASSERT_TRUE(wait_phase("default", "mps-client", "Running")) << unschedulable_message("default", "mps-client");
+  ASSERT_TRUE(RealCluster::wait_for([&] { return cluster().log("default", "mps-client", "main").find("READY") != std::string::npos; }, 30s));
+  const std::string out = cluster().log("default", "mps-client", "main");
+  EXPECT_NE(out.find("\ncontrol\n"), std::string::npos) << out;
+  const std::string winner = env_of(out)["FRACPACK_POD"];
+  std::printf("%s\n", figures_line("kubelet v1.20.2, a variable set by both the pod spec and the device plugin: the container sees " +
+                                   (winner == "set-by-the-pod" ? std::string("the pod spec's") : "the device plugin's (" + winner + ")"))
+                          .c_str());
+  EXPECT_EQ(winner, "set-by-the-pod") << "the guard (k8s/limiter_guard.h) exists because the pod's own value wins";
+
+  // Lifting its own limit: the webhook refuses it at create...
+  json greedy = gpu_pod("greedy", {{"main", false, 1, 10, 1024}});
+  greedy["spec"]["containers"][0]["env"] = json::array({{{"name", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}, {"value", "100"}}});
+  auto refused = cluster().create(greedy);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), std::string::npos) << refused.message();
+  // ...and without the webhook, the node agent at Allocate.
+  ASSERT_TRUE(cluster().set_webhook(false).ok());
+  ASSERT_TRUE(RealCluster::wait_for([&] { return static_cast<bool>(cluster().create(greedy)); }, 20s)) << "the API server still calls the webhook";
+  ASSERT_TRUE(wait_phase("default", "greedy", "Failed", 60s)) << phase_of("default", "greedy");
+  const json failed = cluster().pod("default", "greedy").value_or(json::object());
+  EXPECT_NE(failed["status"].value("message", "").find("lifts its own limit: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), std::string::npos)
+      << failed["status"].dump();
+  ASSERT_TRUE(cluster().set_webhook(true).ok());
+
+  // The MPS daemon stopped: the agent withdraws the cards; no share is placed.
+  cluster().stop_mps_daemon();
+  ASSERT_TRUE(RealCluster::wait_for([] {
+    const json ledger = json::parse(cluster().fracpack_ledger(), nullptr, false);
+    if (ledger.is_discarded()) return false;
+    for (const auto& n : ledger.value("nodes", json::array())) {
+      for (const auto& c : n.value("cards", json::array())) {
+        if (c.value("healthy", true)) return false;
+      }
+    }
+    return true;
+  }, 60s)) << cluster().fracpack_ledger();
+  ASSERT_TRUE(cluster().create(gpu_pod("while-mps-down", {{"main", false, 1, 10, 1024}})));
+  ASSERT_TRUE(RealCluster::wait_for([&] { return !unschedulable_message("default", "while-mps-down").empty(); }, 30s));
+  EXPECT_EQ(cluster().pod("default", "while-mps-down").value_or(json::object())["spec"].value("nodeName", ""), "");
+  ASSERT_TRUE(cluster().start_mps_daemon().ok());
+  ASSERT_TRUE(wait_phase("default", "while-mps-down", "Running", 120s)) << unschedulable_message("default", "while-mps-down");
+  const auto v = violations();
+  EXPECT_TRUE(v.empty()) << v.front();
+  for (const char* n : {"mps-client", "greedy", "while-mps-down"}) {
+    (void)cluster().request("DELETE", std::string("/api/v1/namespaces/default/pods/") + n + "?gracePeriodSeconds=0");
+  }
+  EXPECT_TRUE(RealCluster::wait_for([&] {
+    for (const char* n : {"mps-client", "greedy", "while-mps-down"}) {
+      if (cluster().pod("default", n)) return false;
+    }
+    return true;
+  }, 60s));
+}
+
 TEST_F(Real, B_WhatCannotRunIsRefusedWithAReasonTheUserCanRead) {
   ASSERT_TRUE(cluster().create(gpu_pod("init-share", {{"setup", true, 1, 10, 1024}, {"app", false, 1, 30, 4096}})));
   ASSERT_TRUE(cluster().create(gpu_pod("too-big", {{"main", false, 5}})));

@@ -315,6 +315,47 @@ TEST(Fit, APercentageRoundsUpOrDownAsTheContractSays) {
   EXPECT_EQ(c.memory_on(40537), 13377);  // HAMi: Totalmem * pct / 100
 }
 
+// README "Isolation: a share is a limit": a share that must be enforced
+// goes only on a card whose limiter holds it (MPS, HAMi-core); a whole card
+// goes anywhere.
+TEST(Fit, AShareThatMustBeEnforcedTakesOnlyACardThatEnforcesIt) {
+  Ledger l;
+  auto spec = node("n", 3);
+  spec.cards[0].isolation = CardIsolation::kNone;
+  spec.cards[1].isolation = CardIsolation::kMig;
+  spec.cards[2].isolation = CardIsolation::kMps;
+  l.upsert_node(spec);
+  PodRequest share = pod("share", 1, 300);
+  share.containers[0].needs_enforcement = true;
+  EXPECT_EQ(place(l, "n", share), std::vector<int>{2});
+  // The MPS card full: the others cannot take it, and say why.
+  PodRequest big = pod("big", 1, 800);
+  big.containers[0].needs_enforcement = true;
+  FitResult r = explain_fit(big, *l.node("n"), FitOptions{}, kBest);
+  EXPECT_FALSE(r.fits);
+  EXPECT_FALSE(r.unresolvable) << "the MPS card frees up";
+  EXPECT_NE(r.reason.find("2 of the others cannot enforce a share"), std::string::npos) << r.reason;
+  // Not asked to be enforced: any card.
+  EXPECT_TRUE(fits(pod("loose", 1, 800), *l.node("n"), FitOptions{}));
+  // A whole card needs no limiter (the contract never marks it).
+  EXPECT_TRUE(fits(pod("whole", 1, 1000), *l.node("n"), FitOptions{}));
+}
+
+TEST(Fit, ANodeWithoutEnforcingCardsIsUnresolvableForAnEnforcedShareAndSaysHowToAccept) {
+  Ledger l;
+  l.upsert_node(node("n", 2));  // isolation none
+  PodRequest share = pod("share", 1, 300);
+  share.containers[0].needs_enforcement = true;
+  share.unenforced_opt_in = "annotation fracpack.io/isolation: none";
+  FitResult r = explain_fit(share, *l.node("n"), FitOptions{}, kBest);
+  EXPECT_FALSE(r.fits);
+  EXPECT_TRUE(r.unresolvable);
+  EXPECT_NE(r.reason.find("that enforce its share (MPS or HAMi-core)"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("isolation none"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("the pod accepts an unenforced share with annotation fracpack.io/isolation: none"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find('%'), std::string::npos) << "kube-scheduler prints reasons as a format";
+}
+
 TEST(Fit, AnExcludedNodeSaysWhy) {
   Ledger l;
   NodeSpec spec = node("n", 0);

@@ -42,13 +42,13 @@ TEST(Inspect, SnapshotTableShowsEveryCardItsPodsAndTheClusterTotals) {
   auto r = run_fracpack({"inspect", "--snapshot", kExample});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string& t = r.out;
-  EXPECT_TRUE(has_row(t, "NODE +CARD +MODEL +MEMORY MiB \\(USED/TOTAL\\) +MEMORY +COMPUTE +SHARERS +STATE +PODS")) << t;
+  EXPECT_TRUE(has_row(t, "NODE +CARD +MODEL +ISOLATION +MEMORY MiB \\(USED/TOTAL\\) +MEMORY +COMPUTE +SHARERS +STATE +PODS")) << t;
   // The example's running pods: half an A100, 2 whole A100s, 8 GiB + 10 % of an L4.
-  EXPECT_TRUE(has_row(t, "gpu-a100-0 +0 +A100-SXM4-80GB +40960/81920 +50.0% +50.0% +1 +ok +inference/llm-serve-0")) << t;
-  EXPECT_TRUE(has_row(t, " +4 +A100-SXM4-80GB +81920/81920 +100.0% +100.0% +1 +ok +research/train-ddp-0")) << t;
-  EXPECT_TRUE(has_row(t, "gpu-l4-0 +0 +NVIDIA-L4 +8192/23034 +35.6% +10.0% +1 +ok +notebooks/notebook-alice")) << t;
-  EXPECT_TRUE(has_row(t, " +5 +A100-SXM4-80GB +0/81920 +0.0% +0.0% +0 +unhealthy +-")) << t;
-  EXPECT_TRUE(has_row(t, " +7 +A100-SXM4-80GB +0/81920 +0.0% +0.0% +0 +cordoned +-")) << t;
+  EXPECT_TRUE(has_row(t, "gpu-a100-0 +0 +A100-SXM4-80GB +none +40960/81920 +50.0% +50.0% +1 +ok +inference/llm-serve-0")) << t;
+  EXPECT_TRUE(has_row(t, " +4 +A100-SXM4-80GB +none +81920/81920 +100.0% +100.0% +1 +ok +research/train-ddp-0")) << t;
+  EXPECT_TRUE(has_row(t, "gpu-l4-0 +0 +NVIDIA-L4 +none +8192/23034 +35.6% +10.0% +1 +ok +notebooks/notebook-alice")) << t;
+  EXPECT_TRUE(has_row(t, " +5 +A100-SXM4-80GB +none +0/81920 +0.0% +0.0% +0 +unhealthy +-")) << t;
+  EXPECT_TRUE(has_row(t, " +7 +A100-SXM4-80GB +none +0/81920 +0.0% +0.0% +0 +cordoned +-")) << t;
   EXPECT_TRUE(has_row(t, "cpu-0 +- +\\(no GPUs\\)")) << t;
   // The totals' figures are checked against the ledger in the server test below.
   EXPECT_TRUE(std::regex_search(t, std::regex("\ncluster: 5 nodes, 22 GPUs, [0-9.]+ GPUs allocated \\([0-9.]+%\\), fragmentation [0-9.]+%, 4 pods \\(0 assumed\\)\n$")))
@@ -85,7 +85,7 @@ TEST(Inspect, ACardsSplitCountIsShownBesideItsSharers) {
   std::ofstream(path) << snapshot.dump();
   auto r = run_fracpack({"inspect", "--snapshot", path, "--profile", "hami"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(has_row(r.out, "t4-0 +0 +NVIDIA-T4 +4096/16384 +25.0% +30.0% +1/10 +ok +ml/infer")) << r.out;
+  EXPECT_TRUE(has_row(r.out, "t4-0 +0 +NVIDIA-T4 +hami-core +4096/16384 +25.0% +30.0% +1/10 +ok +ml/infer")) << r.out;
 }
 
 TEST(Inspect, ServerAndSnapshotAgreeAndTheServerFollowsBinds) {
@@ -112,7 +112,7 @@ TEST(Inspect, ServerAndSnapshotAgreeAndTheServerFollowsBinds) {
   }
   EXPECT_TRUE(shown) << after_text.out;
   auto table = run_fracpack({"inspect", "--server", server.url(), "gpu-a100-1"});
-  EXPECT_TRUE(has_row(table.out, "gpu-a100-1 +0 +\\S+ +40960/[0-9]+ +[0-9.]+% +50.0% +1 +ok +inference/llm-serve-1")) << table.out;
+  EXPECT_TRUE(has_row(table.out, "gpu-a100-1 +0 +\\S+ +none +40960/[0-9]+ +[0-9.]+% +50.0% +1 +ok +inference/llm-serve-1")) << table.out;
 }
 
 // The namespace GPU quota, seen three ways that agree: `inspect quota` from

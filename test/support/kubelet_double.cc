@@ -208,6 +208,7 @@ Result<std::vector<KubeletDouble::Admitted>> KubeletDouble::admit(const std::str
     const auto& r = resp.container_responses(0);
     for (const auto& [k, v] : r.envs()) a.envs[k] = v;
     for (const auto& d : r.cdi_devices()) a.cdi_devices.push_back(d.name());
+    for (const auto& m : r.mounts()) a.mounts.push_back({m.container_path(), m.host_path(), m.read_only()});
     a.device_ids = chosen;
     {
       std::lock_guard lock(mu_);

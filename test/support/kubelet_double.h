@@ -45,6 +45,12 @@ class KubeletDouble {
     std::vector<std::string> preferred;  // GetPreferredAllocation's answer
     std::map<std::string, std::string> envs;
     std::vector<std::string> cdi_devices;
+    struct Mount {
+      std::string container_path, host_path;
+      bool read_only = false;
+      bool operator==(const Mount&) const = default;
+    };
+    std::vector<Mount> mounts;
   };
 
   explicit KubeletDouble(std::string dir);

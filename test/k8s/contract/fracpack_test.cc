@@ -300,6 +300,61 @@ TEST(Contract, CardsAreNotOfferedWhileTheAgentsPluginIsNotRegistered) {
 // Found on a real v1.20 kubelet (issue 31): an init container asking a share
 // (fracpack.io/gpu-cores, not a node resource) made kubelet refuse the pod
 // after the agent had answered Allocate (kubernetes#124255, fixed in 1.31).
+// README "Isolation: a share is a limit": placement.unenforcedShares.
+TEST(Contract, WhereTheClusterRefusesUnenforcedSharesASharesContainersMustBeEnforced) {
+  const FracpackContract refusing(kNames, {}, FracpackOptions{UnenforcedShares::kRefuse});
+  auto share = refusing.pod_request(pod_from(pod_json(R"("fracpack.io/gpu":"1","fracpack.io/gpu-memory":"8192")")));
+  ASSERT_TRUE(share.ok()) << share.message();
+  EXPECT_TRUE(share->containers[0].needs_enforcement) << "memory alone is a share";
+  EXPECT_EQ(share->unenforced_opt_in, "annotation fracpack.io/isolation: none");
+  auto whole = refusing.pod_request(pod_from(pod_json(R"("fracpack.io/gpu":"2")")));
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  EXPECT_FALSE(whole->containers[0].needs_enforcement) << "a whole card has nothing to enforce";
+  // The pod accepts an unenforced share.
+  auto accepted = refusing.pod_request(
+      pod_from(pod_json(R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"30")", R"("fracpack.io/isolation":"none")")));
+  ASSERT_TRUE(accepted.ok()) << accepted.message();
+  EXPECT_FALSE(accepted->containers[0].needs_enforcement);
+  // Any other value is refused, naming the annotation.
+  auto bad = refusing.pod_request(pod_from(pod_json(R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"30")", R"("fracpack.io/isolation":"mps")")));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("annotation fracpack.io/isolation: \"mps\" is not none"), std::string::npos) << bad.message();
+  // The built-in default (allow) places as before, and says so at start.
+  auto allowed = request(R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"30")");
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_FALSE(allowed->containers[0].needs_enforcement);
+  EXPECT_EQ(kContract.start_warnings().size(), 1u);
+  EXPECT_TRUE(refusing.start_warnings().empty());
+}
+
+TEST(Contract, TheDevicesAnnotationSaysWhatEnforcesEachCard) {
+  std::vector<scheduling::Card> cards(2);
+  for (int i = 0; i < 2; ++i) {
+    cards[i].index = i;
+    cards[i].uuid = "GPU-" + std::to_string(i);
+    cards[i].model = "A100";
+    cards[i].memory_mib = 40960;
+  }
+  cards[1].isolation = scheduling::CardIsolation::kMps;
+  const std::string text = format_devices(cards, true);
+  EXPECT_EQ(text.find("\"isolation\":\"none\""), std::string::npos) << "none is not written: older agents wrote nothing";
+  EXPECT_NE(text.find("\"isolation\":\"mps\""), std::string::npos) << text;
+  const std::string node = R"({"metadata":{"name":"n1","annotations":{"fracpack.io/gpu-devices":)" + nlohmann::json(text).dump() +
+                           R"(}},"status":{"allocatable":{"fracpack.io/gpu":"64"}}})";
+  auto n = parse_node(node, kNames.selection());
+  ASSERT_TRUE(n.ok()) << n.message();
+  auto spec = kContract.node_spec(*n);
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->cards.size(), 2u);
+  EXPECT_EQ(spec->cards[0].isolation, scheduling::CardIsolation::kNone);
+  EXPECT_EQ(spec->cards[1].isolation, scheduling::CardIsolation::kMps);
+  const std::string bad = R"({"metadata":{"name":"n1","annotations":{"fracpack.io/gpu-devices":)" +
+                          nlohmann::json(R"([{"index":0,"memoryMiB":1024,"isolation":"vcuda"}])").dump() + R"(}}})";
+  auto bad_spec = kContract.node_spec(*parse_node(bad, kNames.selection()));
+  ASSERT_FALSE(bad_spec.ok());
+  EXPECT_NE(bad_spec.message().find("isolation"), std::string::npos) << bad_spec.message();
+}
+
 TEST(Contract, InitContainerSharesAreRefusedOnKubeletsBefore131) {
   const std::string init = R"(,"initContainers":[{"name":"setup","resources":{"limits":{"fracpack.io/gpu":"1","fracpack.io/gpu-cores":"10"}}}])";
   auto with_init_share = kContract.pod_request(pod_from(pod_json(R"("fracpack.io/gpu":"1","fracpack.io/gpu-cores":"50")", "", init)));

@@ -180,6 +180,7 @@ TEST(HamiContract, TheRegisterIsWrittenAsThePluginWritesIt) {
     cards[i].model = "NVIDIA-A100 \"sxm\"";
     cards[i].memory_mib = 40960;
     cards[i].max_sharers = 10;
+    cards[i].isolation = scheduling::CardIsolation::kHamiCore;  // "mode":"hami-core"
   }
   cards[1].numa = 1;
   cards[2].healthy = false;
