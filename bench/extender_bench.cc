@@ -23,7 +23,13 @@
 //
 //   build/bench/extender_bench [--seconds 3] [--clients 4] [--nodes 1000,5000] [--pods 5000] [--skip-full]
 //                              [--slow-api | --only-slow-api] [--bind-workers N] [--records signed|unsigned]
-//                              [--quota on|off]
+//                              [--quota on|off] [--isolation-field off|none|mps]
+//
+// --isolation-field (issue 38): "none" and "mps" give each node its cards
+// in the node agent's fracpack.io/gpu-devices annotation (8 cards, as the
+// labels say), "mps" with "isolation":"mps" on each card and
+// placement.unenforcedShares: refuse, so filter checks each share's card
+// for enforcement; "off" (the default) keeps the labels alone, as before.
 //
 // --records unsigned turns record signing off (security.records), for its
 // cost: the bound pods' records are signed either way.
@@ -81,6 +87,25 @@ std::string node_name(int i) {
 
 // A Node as kube-scheduler's cache holds it: labels, annotations, images,
 // conditions, addresses (~8 KB).
+std::string g_isolation_field = "off";
+
+// The node agent's annotation for the node's 8 cards, JSON-escaped as a value.
+std::string devices_annotation() {
+  std::vector<scheduling::Card> cards(8);
+  for (int k = 0; k < 8; ++k) {
+    cards[k].index = k;
+    cards[k].uuid = "GPU-" + std::to_string(k) + "0000000-0000-0000-0000-000000000000";
+    cards[k].model = "A100-SXM4-80GB";
+    cards[k].memory_mib = 81920;
+    cards[k].numa = k / 4;
+    cards[k].max_sharers = 32;
+    if (g_isolation_field == "mps") cards[k].isolation = scheduling::CardIsolation::kMps;
+  }
+  std::string out;
+  append_json_string(out, k8s::format_devices(cards));
+  return out;
+}
+
 std::string node_json(int i) {
   const std::string name = node_name(i);
   std::string images;
@@ -97,7 +122,7 @@ std::string node_json(int i) {
   }
   return R"({"metadata":{"name":")" + name + R"(","uid":"node-uid-)" + std::to_string(i) +
          R"(","resourceVersion":"12345","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"beta.kubernetes.io/arch":"amd64","beta.kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","kubernetes.io/hostname":")" +
-         name + R"(","kubernetes.io/os":"linux","node.kubernetes.io/instance-type":"p4d.24xlarge","topology.kubernetes.io/region":"region-1","topology.kubernetes.io/zone":"zone-a","nvidia.com/cuda.driver.major":"535","nvidia.com/gpu.compute.major":"8","nvidia.com/gpu.count":"8","nvidia.com/gpu.family":"ampere","nvidia.com/gpu.machine":"p4d.24xlarge","nvidia.com/gpu.memory":"81920","nvidia.com/gpu.product":"A100-SXM4-80GB","nvidia.com/gpu.replicas":"1","nvidia.com/mig.capable":"true"},"annotations":{"node.alpha.kubernetes.io/ttl":"0","volumes.kubernetes.io/controller-managed-attach-detach":"true","csi.volume.kubernetes.io/nodeid":"{\"ebs.csi.aws.com\":\"i-0123456789abcdef0\"}"}},"spec":{"podCIDR":"10.)" +
+         name + R"(","kubernetes.io/os":"linux","node.kubernetes.io/instance-type":"p4d.24xlarge","topology.kubernetes.io/region":"region-1","topology.kubernetes.io/zone":"zone-a","nvidia.com/cuda.driver.major":"535","nvidia.com/gpu.compute.major":"8","nvidia.com/gpu.count":"8","nvidia.com/gpu.family":"ampere","nvidia.com/gpu.machine":"p4d.24xlarge","nvidia.com/gpu.memory":"81920","nvidia.com/gpu.product":"A100-SXM4-80GB","nvidia.com/gpu.replicas":"1","nvidia.com/mig.capable":"true"},"annotations":{)" + (g_isolation_field == "off" ? std::string() : R"("fracpack.io/gpu-devices":)" + devices_annotation() + ",") + R"("node.alpha.kubernetes.io/ttl":"0","volumes.kubernetes.io/controller-managed-attach-detach":"true","csi.volume.kubernetes.io/nodeid":"{\"ebs.csi.aws.com\":\"i-0123456789abcdef0\"}"}},"spec":{"podCIDR":"10.)" +
          std::to_string(i / 250) + "." + std::to_string(i % 250) +
          R"(.0/24","providerID":"aws:///zone-a/i-0123456789abcdef0"},"status":{"capacity":{"cpu":"96","ephemeral-storage":"8000000000Ki","hugepages-1Gi":"0","memory":"1176Gi","nvidia.com/gpu":"8","pods":"250"},"allocatable":{"cpu":"95","ephemeral-storage":"7372800000Ki","hugepages-1Gi":"0","memory":"1160Gi","nvidia.com/gpu":"8","pods":"250"},"conditions":[)" +
          conditions + R"(],"addresses":[{"type":"InternalIP","address":"10.1.)" + std::to_string(i / 250) + "." + std::to_string(i % 250) +
@@ -442,6 +467,7 @@ config::Config bench_config() {
   c.workload.config_map = "";
   c.security.records = g_records;
   c.security.signing_key = fracpack::testing::test_signing_key_path();
+  if (g_isolation_field == "mps") c.contract.fracpack_options.unenforced_shares = k8s::UnenforcedShares::kRefuse;
   return c;
 }
 
@@ -774,10 +800,11 @@ int main(int argc, char** argv) {
     else if (a == "--slow-binds") slow_mode = v, ++i;
     else if (a == "--records") g_records = v, ++i;
     else if (a == "--quota" && (std::string(v) == "on" || std::string(v) == "off")) g_quota = v, ++i;
+    else if (a == "--isolation-field" && (std::string(v) == "off" || std::string(v) == "none" || std::string(v) == "mps")) g_isolation_field = v, ++i;
     else {
       std::fprintf(stderr, "usage: extender_bench [--seconds S] [--clients N] [--nodes 1000,5000] [--pods N] [--skip-full] [--skip-names] [--skip-e2e] [--only-e2e] [--e2e-nodes 1000,5000]\n"
                            "                      [--slow-api | --only-slow-api] [--slow-pods N] [--slow-binds one|pipelined|both] [--bind-workers N]\n"
-                           "                      [--records signed|unsigned] [--quota on|off]\n");
+                           "                      [--records signed|unsigned] [--quota on|off] [--isolation-field off|none|mps]\n");
       return 2;
     }
   }

@@ -5,6 +5,9 @@
 //           then Allocate, the matcher finding the pod among W other waiting
 //           pods (which ask another device count, so they are scanned, not
 //           chosen); p50 / p99 per container.
+//           Once per isolation: none (the answer names the cards and the
+//           share) and mps (it adds the MPS client's environment and
+//           mounts, node/isolation.h).
 //   health  a card turning unhealthy (DevicesAndPods::mark_unhealthy, as the NVML
 //           health thread calls it) until kubelet's ListAndWatch stream has the
 //           new list; p50 / p99.
@@ -75,8 +78,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("node agent: 8 cards x 32 IDs, kubelet double and device plugin over gRPC on Unix sockets, one process\n\n");
-  std::printf("%-34s %8s %9s %9s\n", "row", "count", "p50 ms", "p99 ms");
+  std::printf("%-40s %8s %9s %9s\n", "row", "count", "p50 ms", "p99 ms");
 
+  for (const auto isolation : {scheduling::CardIsolation::kNone, scheduling::CardIsolation::kMps}) {
+  for (node::GpuDevice& d : devices) d.isolation = isolation;
+  state.set_devices(devices);
   for (int others : {0, 200}) {
     std::vector<node::WaitingPod> background;
     for (int i = 0; i < others; ++i) {
@@ -103,9 +109,12 @@ int main(int argc, char** argv) {
       kubelet.remove_pod(p.uid);
     }
     char row[64];
-    std::snprintf(row, sizeof row, "admit, %d other waiting pods", others);
-    std::printf("%-34s %8d %9.3f %9.3f\n", row, admissions, percentile(lat, 0.5), percentile(lat, 0.99));
+    std::snprintf(row, sizeof row, "admit (%s), %d other waiting pods", scheduling::isolation_name(isolation), others);
+    std::printf("%-40s %8d %9.3f %9.3f\n", row, admissions, percentile(lat, 0.5), percentile(lat, 0.99));
   }
+  }
+  for (node::GpuDevice& d : devices) d.isolation = scheduling::CardIsolation::kNone;
+  state.set_devices(devices);
 
   std::vector<double> lat;
   const std::string first_id = devices[3].uuid + "-0";
@@ -122,7 +131,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("%-34s %8d %9.3f %9.3f\n", "health change -> ListAndWatch", health, percentile(lat, 0.5), percentile(lat, 0.99));
+  std::printf("%-40s %8d %9.3f %9.3f\n", "health change -> ListAndWatch", health, percentile(lat, 0.5), percentile(lat, 0.99));
   runner.request_stop();
   runner.join();
   std::filesystem::remove_all(dir);

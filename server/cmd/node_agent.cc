@@ -46,6 +46,8 @@ options:
                             (HAMi-core's library on the node) (config: nodeAgent.isolation; default none)
   --mps-dir DIR             the MPS control daemon's folder (config: nodeAgent.mpsDir;
                             default /run/fracpack/mps)
+  --mps-control PATH        nvidia-cuda-mps-control, for fracpack mps-control-daemon (config:
+                            nodeAgent.mpsControl; the agent itself only reads the daemon's status)
   --hami-core-library PATH  HAMi-core's library on the node (config: nodeAgent.hamiCoreLibrary;
                             default /usr/local/vgpu/libvgpu.so)
   --verify-keys LIST        public keys (PEM files or folders, comma-separated) that sign the
@@ -60,7 +62,7 @@ options:
 int cmd_node_agent(const std::vector<std::string>& argv) {
   auto args = Args::parse(argv,
                           {"config", "node-name", "kubeconfig", "device-plugin-dir", "nvml-library", "listen", "state-file", "ids-per-card",
-                           "without-devices", "isolation", "mps-dir", "hami-core-library", "verify-keys", "log-level", "log-format"},
+                           "without-devices", "isolation", "mps-dir", "mps-control", "hami-core-library", "verify-keys", "log-level", "log-format"},
                           {"check-config", "help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
@@ -96,6 +98,7 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
     }
   }
   if (auto v = args->get("mps-dir")) a.mps_dir = *v;
+  if (auto v = args->get("mps-control")) a.mps_control = *v;
   if (auto v = args->get("hami-core-library")) a.hami_core_library = *v;
   if (auto v = args->get("verify-keys")) c.security.verify_keys = split_list(*v);
   if (auto v = args->get("log-level")) c.log.level = *v;

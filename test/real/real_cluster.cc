@@ -772,18 +772,20 @@ Status RealCluster::start_mps_daemon() {
   }, 30s);
 }
 
-void RealCluster::stop_mps_daemon() { stop("mps-control-daemon"); }
+void RealCluster::stop_mps_daemon(bool hard) { stop("mps-control-daemon", hard); }
 
 Status RealCluster::start_agent(bool offered) {
   const size_t since = component_log("node-agent").size();  // (the logs are appended to)
   const size_t kubelet_since = component_log("kubelet").size();
   write(dir_ + "/nvml.conf", nvml_config(options_.cards));
   if (!fs::exists(dir_ + "/nvml.events")) write(dir_ + "/nvml.events", "");
-  if (Status s = spawn("node-agent",
-                       {FRACPACK_BINARY, "node-agent", "--config", dir_ + "/fracpack.yaml", "--kubeconfig", kubeconfig("node-agent", tokens_.at("agent")),
-                        "--node-name", kNodeName, "--device-plugin-dir", "/var/lib/kubelet/device-plugins", "--nvml-library",
-                        FRACPACK_FAKE_NVML, "--state-file", dir_ + "/agent.state", "--mps-dir", mps_dir(), "--listen", "127.0.0.1:18890", "--verify-keys",
-                        dir_ + "/signing.pub.pem", "--log-format", "logfmt"},
+  std::vector<std::string> argv = {FRACPACK_BINARY, "node-agent", "--config", dir_ + "/fracpack.yaml", "--kubeconfig",
+                                   kubeconfig("node-agent", tokens_.at("agent")), "--node-name", kNodeName, "--device-plugin-dir",
+                                   "/var/lib/kubelet/device-plugins", "--nvml-library", FRACPACK_FAKE_NVML, "--state-file", dir_ + "/agent.state",
+                                   "--mps-dir", mps_dir(), "--listen", "127.0.0.1:18890", "--verify-keys", dir_ + "/signing.pub.pem",
+                                   "--log-format", "logfmt"};
+  if (!agent_isolation_.empty()) argv.insert(argv.end(), {"--isolation", agent_isolation_});
+  if (Status s = spawn("node-agent", argv,
                        {"FAKE_NVML_CONFIG=" + dir_ + "/nvml.conf", "FAKE_NVML_EVENTS=" + dir_ + "/nvml.events"});
       !s.ok()) {
     return s;

@@ -69,6 +69,8 @@ class RealCluster {
   // Restarts the node agent; waits until kubelet offers its cards, or (with
   // kubelet stopped: `offered` false) only until it publishes them.
   Status restart_agent(bool offered = true);
+  // The agent's --isolation from its next start ("": the configuration's).
+  void set_agent_isolation(std::string isolation) { agent_isolation_ = std::move(isolation); }
   // The HA pair of manifests/deployment.yaml: kube-scheduler restarted as
   // replica 1 with the shipped leader election (running, as the Deployment
   // does, as fracpack's ServiceAccount), then replica 2 (its kube-scheduler
@@ -85,7 +87,9 @@ class RealCluster {
   // waits until its status says ready; stop is SIGTERM (it quits the
   // control daemon and says stopped).
   Status start_mps_daemon();
-  void stop_mps_daemon();
+  // hard: SIGKILL, as when its container is killed (its control daemon,
+  // in a process group of its own, lives on; the status goes stale).
+  void stop_mps_daemon(bool hard = false);
   std::string mps_dir() const { return dir_ + "/mps"; }
   // Compacts etcd to its current revision (watches resumed from older
   // versions then get 410 Gone).
@@ -157,6 +161,7 @@ class RealCluster {
   std::string webhook_json_;  // the registration as applied
   std::vector<std::pair<std::string, double>> timings_;
   bool up_ = false;
+  std::string agent_isolation_;
 };
 
 }  // namespace fracpack::real

@@ -274,8 +274,9 @@ TEST_F(Real, A2_ASharedContainerIsAnMpsClientHeldToItsShare) {
       << failed["status"].dump();
   ASSERT_TRUE(cluster().set_webhook(true).ok());
 
-  // The MPS daemon stopped: the agent withdraws the cards; no share is placed.
-  cluster().stop_mps_daemon();
+  // The MPS daemon's container killed (SIGKILL): its heartbeat goes stale,
+  // the agent withdraws the cards; no share is placed meanwhile.
+  cluster().stop_mps_daemon(/*hard=*/true);
   ASSERT_TRUE(RealCluster::wait_for([] {
     const json ledger = json::parse(cluster().fracpack_ledger(), nullptr, false);
     if (ledger.is_discarded()) return false;
@@ -302,6 +303,51 @@ TEST_F(Real, A2_ASharedContainerIsAnMpsClientHeldToItsShare) {
     }
     return true;
   }, 60s));
+}
+
+// A node whose agent enforces nothing (isolation none): with the shipped
+// placement.unenforcedShares: refuse, a share is refused at filter with the
+// reason and how to accept it; a pod that accepts it runs there, with no
+// limiter's variables; whole cards are unaffected. Back under MPS, the
+// refused pod is placed.
+TEST_F(Real, A3_AShareWhoseOnlyCardsCannotEnforceItIsRefusedAtFilter) {
+  cluster().set_agent_isolation("none");
+  ASSERT_TRUE(cluster().restart_agent().ok());
+  auto isolation_is = [](const std::string& want) {
+    const json ledger = json::parse(cluster().fracpack_ledger(), nullptr, false);
+    if (ledger.is_discarded()) return false;
+    for (const auto& n : ledger.value("nodes", json::array())) {
+      for (const auto& c : n.value("cards", json::array())) {
+        if (c.value("isolation", "") != want) return false;
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(RealCluster::wait_for([&] { return isolation_is("none"); }, 60s)) << cluster().fracpack_ledger();
+  ASSERT_TRUE(cluster().create(gpu_pod("unenforced", {{"main", false, 1, 10, 1024}})));
+  ASSERT_TRUE(RealCluster::wait_for([&] { return !unschedulable_message("default", "unenforced").empty(); }, 30s));
+  const std::string why = unschedulable_message("default", "unenforced");
+  EXPECT_NE(why.find("cannot enforce a share (isolation none)"), std::string::npos) << why;
+  EXPECT_NE(why.find("fracpack.io/isolation: none"), std::string::npos) << why;
+  std::printf("%s\n", figures_line("a share on cards that cannot enforce it, as kubectl shows it: " + why).c_str());
+  json accepts = gpu_pod("accepts-unenforced", {{"main", false, 1, 10, 1024}});
+  accepts["metadata"]["annotations"] = {{"fracpack.io/isolation", "none"}};
+  ASSERT_TRUE(cluster().create(accepts));
+  ASSERT_TRUE(wait_phase("default", "accepts-unenforced", "Running")) << unschedulable_message("default", "accepts-unenforced");
+  const auto env = env_of(cluster().log("default", "accepts-unenforced", "main"));
+  EXPECT_EQ(env.at("FRACPACK_GPU_ISOLATION"), "none");
+  EXPECT_EQ(env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
+  // MPS again: the refused share is placed.
+  cluster().set_agent_isolation("");
+  ASSERT_TRUE(cluster().restart_agent().ok());
+  ASSERT_TRUE(RealCluster::wait_for([&] { return isolation_is("mps"); }, 60s)) << cluster().fracpack_ledger();
+  ASSERT_TRUE(wait_phase("default", "unenforced", "Running", 120s)) << unschedulable_message("default", "unenforced");
+  const auto v = violations();
+  EXPECT_TRUE(v.empty()) << v.front();
+  for (const char* n : {"unenforced", "accepts-unenforced"}) {
+    (void)cluster().request("DELETE", std::string("/api/v1/namespaces/default/pods/") + n + "?gracePeriodSeconds=0");
+  }
+  EXPECT_TRUE(RealCluster::wait_for([&] { return !cluster().pod("default", "unenforced") && !cluster().pod("default", "accepts-unenforced"); }, 60s));
 }
 
 TEST_F(Real, B_WhatCannotRunIsRefusedWithAReasonTheUserCanRead) {
