@@ -12,9 +12,19 @@
 // resolution spread pods by meaningless differences and failed 8-card pods
 // at 80 % load that FGD places (README "Placement quality": 20, 50 and 100
 // milli measured; 50 is the middle of the plateau).
+//
+// Card pairing (card_prices.h). A share's card is judged also by what it
+// does to the card's best completion under the mix: the cutting-stock LP's
+// prices of the learned shares say which shares belong together (a 320
+// beside a 650, two 470s), and a share that spoils a card's best completion
+// (a 320 beside a 470, leaving 210 that only the rare small shares fill)
+// costs kPairingWeight x its regret, in milli of fragmentation. FGD's
+// measure, and ours alone, see the cluster as it is; this is where it ends
+// up when full (docs/packing-floor.md).
 #include <algorithm>
 #include <cmath>
 
+#include "scheduling/policies/card_prices.h"
 #include "scheduling/policies/fracpack_measure.h"
 #include "scheduling/policies/policies.h"
 
@@ -85,6 +95,7 @@ class Fracpack final : public Policy {
       target_ = *options.workload;
     }
     measure_ = FracpackMeasure(target_, nullptr);
+    prices_ = prices_of(target_);
   }
 
   std::string_view name() const override { return "fracpack"; }
@@ -111,7 +122,8 @@ class Fracpack final : public Policy {
         const MeasureCard saved = base_[p];
         base_[p].cores -= c.cores;
         base_[p].memory_mib -= c.memory_on(card.memory_mib);
-        const double f = measure_.frag(cpu, memory, base_);
+        const double f = measure_.frag(cpu, memory, base_) +
+                         kPairingWeight * kCardMilli * prices_.regret(saved.cores, c.cores);
         base_[p] = saved;
         if (!found || f < after) {
           found = true;
@@ -167,12 +179,26 @@ class Fracpack final : public Policy {
     if (generation_ > 0 && drift(next.weights(), measure_.weights()) < kRebuildDrift) return;
     measure_ = std::move(next);
     target_ = std::move(target);
+    prices_ = prices_of(target_);
     ++generation_;
     before_.clear();
   }
 
  private:
+  // The shares' demand per size (cards x weight) for the pairing prices.
+  static CardPrices prices_of(const ShapeCounts& shapes) {
+    std::map<int, double> demand;
+    for (const auto& [shape, count] : shapes.counts()) {
+      if (shape.cards > 0 && shape.cores > 0 && shape.cores < kCardMilli) demand[shape.cores] += count * shape.cards;
+    }
+    return CardPrices(demand);
+  }
+
   static constexpr double kScoreResolution = 50;  // milli of fragmentation per score step
+  // Milli of fragmentation per milli of a card's best completion lost
+  // (README "Placement quality": 1, 3, 10 and 30 measured; from 10 on the
+  // pairing decides whenever it prefers a card, and the measure breaks its ties).
+  static constexpr double kPairingWeight = 10;
   static constexpr uint64_t kCheckEvery = 256;
   // Total variation distance between the weights the measure has and those
   // it would have now that rebuilds it: a mix drawn from a fixed one drifts
@@ -199,6 +225,7 @@ class Fracpack final : public Policy {
   uint64_t arrivals_ = 0;
   FracpackMeasure::Supply supply_;  // by shape, for the nodes' capacities at supply_stamp_
   uint64_t supply_stamp_ = 0;
+  CardPrices prices_;  // of target_'s shares
   std::vector<MeasureCard> base_, tried_;
   std::vector<std::pair<uint64_t, double>> before_;  // by node slot: (version, fragmentation)
 };

@@ -1,7 +1,8 @@
 // fracpack's own policy (scheduling/policies/fracpack.cc): the least
 // fragmenting placement against a target workload learned online, scores in
-// steps of 50 milli so that ties pack pods onto the first nodes, and the
-// measure rebuilt (a new generation) only when the learned mix drifts.
+// steps of 50 milli so that ties pack pods onto the first nodes, the
+// measure rebuilt (a new generation) only when the learned mix drifts, and
+// shares paired on cards by the mix's cutting-stock prices.
 #include <gtest/gtest.h>
 
 #include "scheduling/policy.h"
@@ -96,6 +97,43 @@ TEST(FracpackPolicy, TheMeasureIsRebuiltOnlyWhenTheLearnedMixDrifts) {
       EXPECT_EQ((*pol)->generation(), 1u) << "without learning the target stays";
     }
   }
+}
+
+// A card holding `cores` milli of one pod.
+void hold(Ledger& l, const std::string& node, int card, int cores, const std::string& uid) {
+  ASSERT_GE(l.confirm(PodFacts{uid, "ns/" + uid, 0, 0},
+                      Allocation{node, {ContainerAllocation{"x", false, {CardShare{card, "", 0, cores}}}}}),
+            0);
+}
+
+// The mix of the openb default trace in small: whole cards, and shares that
+// pair as 650 + 320 and 470 + 470. A 320 beside a 470 leaves 210 no share of
+// the mix fills; the measure alone takes that card (an empty card's 680 is
+// lost to the whole-card pods now), the pairing keeps the 320 for an empty
+// card, or for the card with a 650 when there is one.
+TEST(FracpackPolicy, SharesArePairedOnCardsAsTheMixPacksBest) {
+  PolicyOptions o;
+  o.workload = shapes({{PodShape{1000, 1000, 1, 0, 0, ""}, 4},
+                       {PodShape{1000, 650, 1, 0, 0, ""}, 1},
+                       {PodShape{1000, 320, 1, 0, 0, ""}, 1},
+                       {PodShape{1000, 470, 1, 0, 0, ""}, 2}});
+  o.learn = false;
+  auto pol = make_policy("fracpack", o);
+  ASSERT_TRUE(pol.ok());
+  Ledger l;
+  l.upsert_node(node("n", 2));
+  hold(l, "n", 0, 470, "a");
+  (*pol)->observe(pod("first", 1, 1000), l);
+  Evaluation e;
+  ASSERT_TRUE((*pol)->evaluate(pod("p", 1, 320), *l.node("n"), e));
+  EXPECT_EQ(e.picks.pos[0], 1) << "not beside the 470";
+  l.upsert_node(node("m", 3));
+  hold(l, "m", 0, 470, "b");
+  hold(l, "m", 2, 650, "c");
+  ASSERT_TRUE((*pol)->evaluate(pod("q", 1, 320), *l.node("m"), e));
+  EXPECT_EQ(e.picks.pos[0], 2) << "beside the 650";
+  ASSERT_TRUE((*pol)->evaluate(pod("r", 1, 470), *l.node("m"), e));
+  EXPECT_EQ(e.picks.pos[0], 0) << "the 470's partner";
 }
 
 }  // namespace
