@@ -1,8 +1,9 @@
 // fracpack's own policy (scheduling/policies/fracpack.cc): the least
 // fragmenting placement against a target workload learned online, scores in
 // steps of 50 milli so that ties pack pods onto the first nodes, the
-// measure rebuilt (a new generation) only when the learned mix drifts, and
-// shares paired on cards by the mix's cutting-stock prices.
+// measure rebuilt (a new generation) only when the learned mix drifts,
+// shares paired on cards by the mix's cutting-stock prices, and whole nodes
+// kept for multi-card pods once few are left.
 #include <gtest/gtest.h>
 
 #include "scheduling/policy.h"
@@ -134,6 +135,47 @@ TEST(FracpackPolicy, SharesArePairedOnCardsAsTheMixPacksBest) {
   EXPECT_EQ(e.picks.pos[0], 2) << "beside the 650";
   ASSERT_TRUE((*pol)->evaluate(pod("r", 1, 470), *l.node("m"), e));
   EXPECT_EQ(e.picks.pos[0], 0) << "the 470's partner";
+}
+
+// Ten 8-card nodes, pods of one card and rarely of eight. The measure
+// weighs the 8-card shape by its arrivals over its cards (here 1/1600 of the
+// mix): whether a one-card pod opens a whole node or joins one in use is
+// below its resolution. Once one whole node is left of ten, opening it
+// costs its scarcity on top, and it is kept for the 8-card pod.
+TEST(FracpackPolicy, WholeNodesAreKeptForMultiCardPodsWhenFewAreLeft) {
+  PolicyOptions o;
+  o.workload = shapes({{PodShape{1000, 1000, 1, 0, 0, ""}, 200}, {PodShape{1000, 1000, 8, 0, 0, ""}, 1}});
+  o.learn = false;
+  auto pol = make_policy("fracpack", o);
+  ASSERT_TRUE(pol.ok());
+  Ledger l;
+  std::vector<std::string> order;
+  for (int i = 0; i < 10; ++i) {
+    order.push_back("n" + std::to_string(i));
+    l.upsert_node(node(order.back(), 8));
+  }
+  Scheduler s(l, **pol, FitOptions{}, order);
+  const PodRequest one = pod("one", 1, 1000);
+  s.arrived(one);
+  Evaluation plenty;
+  ASSERT_TRUE((*pol)->evaluate(one, *l.node("n0"), plenty));
+  for (int i = 1; i < 10; ++i) hold(l, "n" + std::to_string(i), 0, 1000, "u" + std::to_string(i));
+  const uint64_t before = (*pol)->generation();
+  s.arrived(one);
+  EXPECT_GT((*pol)->generation(), before) << "the scarcity changed what evaluate() answers";
+  Evaluation scarce, in_use;
+  ASSERT_TRUE((*pol)->evaluate(one, *l.node("n0"), scarce));
+  ASSERT_TRUE((*pol)->evaluate(one, *l.node("n1"), in_use));
+  EXPECT_LT(scarce.score, plenty.score) << "the same idle node, the last one of ten";
+  EXPECT_LT(scarce.score, in_use.score);
+  Decision d = s.schedule(one);
+  ASSERT_TRUE(d.placed);
+  EXPECT_NE(d.node->name(), "n0") << "the last whole node is kept";
+  const PodRequest eight = pod("eight", 8, 1000);
+  s.arrived(eight);
+  d = s.schedule(eight);
+  ASSERT_TRUE(d.placed);
+  EXPECT_EQ(d.node->name(), "n0");
 }
 
 }  // namespace
