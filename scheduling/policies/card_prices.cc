@@ -9,16 +9,17 @@ namespace {
 constexpr double kEps = 1e-9;
 
 // Unbounded knapsack over milli: best[c] is the most value a card with c
-// milli free holds at `price` (items of `sizes`); `pick[c]` the size index
-// that achieves it, -1 when best[c] = best[c - 1] (a milli left over).
+// milli free holds at `price` (items of `sizes`, those `mask` allows);
+// `pick[c]` the size index that achieves it, -1 when best[c] = best[c - 1]
+// (a milli left over).
 void knapsack(const std::vector<int>& sizes, const std::vector<double>& price, std::vector<double>& best,
-              std::vector<int>& pick) {
+              std::vector<int>& pick, uint64_t mask = ~uint64_t{0}) {
   best.assign(CardPrices::kCard + 1, 0);
   pick.assign(CardPrices::kCard + 1, -1);
   for (int c = 1; c <= CardPrices::kCard; ++c) {
     best[c] = best[c - 1];
     for (size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] > c || price[i] <= 0) continue;
+      if (sizes[i] > c || price[i] <= 0 || (i < 64 && (mask >> i & 1) == 0)) continue;
       const double v = best[c - sizes[i]] + price[i];
       if (v > best[c] + kEps) {
         best[c] = v;
@@ -30,18 +31,17 @@ void knapsack(const std::vector<int>& sizes, const std::vector<double>& price, s
 
 }  // namespace
 
-CardPrices::CardPrices(const std::map<int, double>& demand) {
+CardPrices::CardPrices(const std::map<int, double>& demand, const std::map<int, Needs>& needs) {
   std::vector<double> d;
   for (const auto& [size, weight] : demand) {
     if (size <= 0 || size >= kCard || weight <= 0) continue;
     sizes_.push_back(size);
     d.push_back(weight);
+    auto it = needs.find(size);
+    needs_.push_back(it == needs.end() ? Needs{} : it->second);
   }
   const size_t m = sizes_.size();
-  if (m == 0) {
-    value_.assign(kCard + 1, 0);
-    return;
-  }
+  if (m == 0) return;
   // Revised simplex on: min sum z_p  s.t.  A z - s = d, z, s >= 0, starting
   // from the basis of one-size patterns (diagonal, feasible).
   std::vector<std::vector<double>> inverse(m, std::vector<double>(m, 0));  // B^-1
@@ -117,17 +117,33 @@ CardPrices::CardPrices(const std::map<int, double>& demand) {
     for (size_t i = 0; i < m; ++i) v += cost[i] * inverse[i][j];
     price_[j] = std::max(v, 0.0);
   }
-  knapsack(sizes_, price_, value_, pick);
+}
+
+CardPrices::Sizes CardPrices::fitting(int64_t cpu_milli, int64_t memory_mib) const {
+  Sizes sizes = kAll;
+  for (size_t i = 0; i < sizes_.size() && i < 64; ++i) {
+    if (needs_[i].cpu_milli > cpu_milli || needs_[i].memory_mib > memory_mib) sizes &= ~(Sizes{1} << i);
+  }
+  return sizes;
+}
+
+const std::vector<double>& CardPrices::values(Sizes sizes) const {
+  auto it = values_.find(sizes);
+  if (it != values_.end()) return it->second;
+  std::vector<double> best;
+  std::vector<int> pick;
+  knapsack(sizes_, price_, best, pick, sizes);
+  return values_.emplace(sizes, std::move(best)).first->second;
+}
+
+double CardPrices::value(int free, Sizes sizes) const {
+  if (free <= 0) return 0;
+  return values(sizes)[static_cast<size_t>(std::min(free, kCard))];
 }
 
 double CardPrices::price(int cores) const {
   auto it = std::lower_bound(sizes_.begin(), sizes_.end(), cores);
   return it == sizes_.end() || *it != cores ? 0 : price_[static_cast<size_t>(it - sizes_.begin())];
-}
-
-double CardPrices::value(int free) const {
-  if (value_.empty() || free <= 0) return 0;
-  return value_[static_cast<size_t>(std::min(free, kCard))];
 }
 
 double CardPrices::regret(int free, int cores) const {

@@ -16,13 +16,16 @@
 // Two terms are added to the fragmentation a placement leaves, both in its
 // milli (docs/packing-floor.md has what each bought):
 //
-//   * Card pairing (card_prices.h). A share's card is judged also by what it
-//     does to the card's best completion under the mix: the cutting-stock
-//     LP's prices of the learned shares say which shares belong together (a
-//     320 beside a 650, two 470s), and a share that spoils a card's best
-//     completion (a 320 beside a 470, leaving 210 that only the rare small
-//     shares fill) costs kPairingWeight x its regret. FGD's measure, and ours
-//     alone, see the cluster as it is; this is where it ends up when full.
+//   * Card completions (card_prices.h). The cutting-stock LP's prices of
+//     the learned shares say which shares belong together (a 320 beside a
+//     650, two 470s) and what a card's best completion is worth. A pod pays
+//     kPairingWeight x what it costs the node's completions: a share what
+//     it spoils of its card's (a 320 beside a 470 leaves 210 that only the
+//     rare small shares fill), and every pod what its CPU and memory leave
+//     the other cards (a completion counts only shares the node still has
+//     room for: a 470 asking all of a one-card node's CPU leaves 530 to
+//     nobody). FGD's measure, and ours alone, see the cluster as it is;
+//     this is where it ends up when full.
 //   * Whole nodes for multi-card pods (Reserve). A GPU pod that closes a
 //     node to a multi-card shape (it fits there before the pod, not after)
 //     costs the shape's weight x its cards x 1000 x (s - 1), s the scarcity
@@ -235,9 +238,23 @@ class Fracpack final : public Policy {
     const bool reserve = pod.wants_gpu() && reserve_.active();
     if (reserve) before_cards_ = base_;
     double after = 0;
+    // The pod's cost to the node's best completions (card_prices.h), in
+    // cards: sum over the cards it does not take of V_before(f) - V_after(f)
+    // (V over the share sizes the node's CPU and memory take before and
+    // after the pod), plus for a share on a card with F free
+    // V_before(F) - V_after(F - u) - y_u, what it spoils of its card's.
+    const std::vector<double>& before_values =
+        prices_.values(prices_.fitting(node.cpu_left(), memory_mib(node.memory_left())));
+    const std::vector<double>& after_values = prices_.values(prices_.fitting(cpu, memory));
     if (is_single_share(pod)) {
       // One share: try every card that takes it (cards in the same state
-      // once); the least fragmenting wins, the lowest index on ties.
+      // once); the least fragmenting wins, the lowest index on ties. The
+      // loss to completions is `lost` over all cards, less the card's own
+      // V_before(F) - V_after(F), plus its share's term.
+      double lost = 0;
+      for (const MeasureCard& card : base_) {
+        lost += before_values[static_cast<size_t>(card.cores)] - after_values[static_cast<size_t>(card.cores)];
+      }
       const ContainerRequest& c = pod.containers[0];
       bool found = false;
       tried_.clear();
@@ -249,8 +266,11 @@ class Fracpack final : public Policy {
         const MeasureCard saved = base_[p];
         base_[p].cores -= c.cores;
         base_[p].memory_mib -= c.memory_on(card.memory_mib);
-        const double f = measure_.frag(cpu, memory, base_) +
-                         kPairingWeight * kCardMilli * prices_.regret(saved.cores, c.cores);
+        // The loss to the node's completions: every card's to the CPU and
+        // memory taken, this card's to the share (telescoped, see below).
+        const double loss = lost + after_values[static_cast<size_t>(saved.cores)] -
+                            after_values[static_cast<size_t>(saved.cores - c.cores)] - prices_.price(c.cores);
+        const double f = measure_.frag(cpu, memory, base_) + kPairingWeight * kCardMilli * std::max(loss, 0.0);
         base_[p] = saved;
         if (!found || f < after) {
           found = true;
@@ -283,6 +303,16 @@ class Fracpack final : public Policy {
         }
       }
       after = measure_.frag(cpu, memory, base_);
+      // The cards it takes are its own (whole cards are worth what they
+      // hold); the others lose what the CPU and memory it takes leave no
+      // room for.
+      const std::span<const uint8_t> taken = out.picks.view();
+      double lost = 0;
+      for (size_t q = 0; q < base_.size(); ++q) {
+        if (std::find(taken.begin(), taken.end(), q) != taken.end()) continue;
+        lost += before_values[static_cast<size_t>(base_[q].cores)] - after_values[static_cast<size_t>(base_[q].cores)];
+      }
+      after += kPairingWeight * kCardMilli * lost;
     }
     if (reserve) {
       after += reserve_.cost(measure_, node.cpu_left(), memory_mib(node.memory_left()), before_cards_, cpu, memory, base_);
@@ -328,16 +358,25 @@ class Fracpack final : public Policy {
   // The shares' demand per size (cards x weight) for the pairing prices.
   static CardPrices prices_of(const ShapeCounts& shapes) {
     std::map<int, double> demand;
+    std::map<int, CardPrices::Needs> needs;
     for (const auto& [shape, count] : shapes.counts()) {
-      if (shape.cards > 0 && shape.cores > 0 && shape.cores < kCardMilli) demand[shape.cores] += count * shape.cards;
+      if (shape.cards == 0 || shape.cores <= 0 || shape.cores >= kCardMilli || count <= 0) continue;
+      demand[shape.cores] += count * shape.cards;
+      const auto memory = static_cast<int64_t>(shapes.node_memory_mib(shape));
+      auto [it, added] = needs.emplace(shape.cores, CardPrices::Needs{shape.cpu_milli, memory});
+      if (!added) {
+        it->second.cpu_milli = std::min(it->second.cpu_milli, shape.cpu_milli);
+        it->second.memory_mib = std::min(it->second.memory_mib, memory);
+      }
     }
-    return CardPrices(demand);
+    return CardPrices(demand, needs);
   }
 
   static constexpr double kScoreResolution = 50;  // milli of fragmentation per score step
-  // Milli of fragmentation per milli of a card's best completion lost
+  // Milli of fragmentation per milli of the cards' best completions lost
   // (README "Placement quality": 1, 3, 10 and 30 measured; from 10 on the
-  // pairing decides whenever it prefers a card, and the measure breaks its ties).
+  // completions decide whenever they prefer a card, and the measure breaks
+  // their ties).
   static constexpr double kPairingWeight = 10;
   static constexpr uint64_t kCheckEvery = 256;
   // Total variation distance between the weights the measure has and those

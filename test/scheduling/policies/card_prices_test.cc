@@ -1,6 +1,7 @@
 // The cutting-stock prices of a share mix (scheduling/policies/card_prices.h):
-// the LP's optimum, its prices, a card's best completion and the regret of
-// a share on a card.
+// the LP's optimum, its prices, a card's best completion (by every size, or
+// by those a node's CPU and memory still take) and the regret of a share on
+// a card.
 #include "scheduling/policies/card_prices.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,25 @@ TEST(CardPrices, ScarceSmallSharesFillTheRemaindersOfBigOnes) {
   EXPECT_NEAR(p.regret(900, 160), 1, 1e-9);
 }
 
+// A card's completion needs room on its node: with the CPU a 470 asks gone,
+// the 530 beside it is worth nothing; with a 320's still there, a 320's
+// worth.
+TEST(CardPrices, ACardsCompletionNeedsRoomOnItsNode) {
+  const CardPrices p(std::map<int, double>{{470, 2}, {320, 1}, {650, 1}},
+                     std::map<int, CardPrices::Needs>{{470, {8000, 30000}}, {320, {4000, 15000}}, {650, {12000, 47000}}});
+  EXPECT_EQ(p.fitting(64000, 1 << 20), CardPrices::kAll);
+  EXPECT_NEAR(p.value(530, p.fitting(64000, 1 << 20)), 0.5, 1e-9);
+  EXPECT_NEAR(p.value(530, p.fitting(5000, 1 << 20)), p.price(320), 1e-9) << "room for a 320 alone";
+  EXPECT_NEAR(p.value(530, p.fitting(5000, 10000)), 0, 1e-9) << "no memory for one";
+  EXPECT_NEAR(p.value(530, p.fitting(0, 1 << 20)), 0, 1e-9);
+  EXPECT_NEAR(p.value(1000, p.fitting(9000, 1 << 20)), 2 * p.price(470), 1e-9) << "no 650 here";
+  // The sets computed stay valid as others are computed.
+  const std::vector<double>& none = p.values(p.fitting(0, 0));
+  for (int64_t cpu = 0; cpu < 20000; cpu += 1000) p.values(p.fitting(cpu, 1 << 20));
+  EXPECT_EQ(none.size(), CardPrices::kCard + 1u);
+  EXPECT_EQ(none[CardPrices::kCard], 0);
+}
+
 TEST(CardPrices, NoCardIsWorthMoreThanOneAndUnknownSizesRegretNothing) {
   const CardPrices p(std::map<int, double>{{50, 3}, {110, 7}, {230, 5}, {320, 11}, {460, 4}, {470, 20}, {590, 3}, {650, 9}, {810, 30}});
   for (int f = 0; f <= CardPrices::kCard; ++f) {
@@ -70,6 +90,7 @@ TEST(CardPrices, NoCardIsWorthMoreThanOneAndUnknownSizesRegretNothing) {
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(none.regret(1000, 500), 0);
   EXPECT_EQ(none.value(1000), 0);
+  EXPECT_EQ(none.values().size(), CardPrices::kCard + 1u);
 }
 
 }  // namespace

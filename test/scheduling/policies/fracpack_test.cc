@@ -2,8 +2,9 @@
 // fragmenting placement against a target workload learned online, scores in
 // steps of 50 milli so that ties pack pods onto the first nodes, the
 // measure rebuilt (a new generation) only when the learned mix drifts,
-// shares paired on cards by the mix's cutting-stock prices, and whole nodes
-// kept for multi-card pods once few are left.
+// shares paired on cards by the mix's cutting-stock prices, a pod's CPU and
+// memory charged with the card remainders they leave to nobody, and whole
+// nodes kept for multi-card pods once few are left.
 #include <gtest/gtest.h>
 
 #include "scheduling/policy.h"
@@ -135,6 +136,36 @@ TEST(FracpackPolicy, SharesArePairedOnCardsAsTheMixPacksBest) {
   EXPECT_EQ(e.picks.pos[0], 2) << "beside the 650";
   ASSERT_TRUE((*pol)->evaluate(pod("r", 1, 470), *l.node("m"), e));
   EXPECT_EQ(e.picks.pos[0], 0) << "the 470's partner";
+}
+
+// A one-card node with 8 cores: a 470 asking all of them leaves 530 no pod
+// can use (no CPU); an 810 asking 3 leaves 190 and room for the small
+// shares that fill it. The measure alone sends both to the small node (it
+// is of little use to the many pods that need more CPU); counting what a
+// pod's CPU costs the node's cards' completions sends the 470 elsewhere.
+TEST(FracpackPolicy, APodThatLeavesACardsRemainderNoCpuPaysForIt) {
+  PolicyOptions o;
+  o.workload = shapes({{PodShape{12000, 1000, 1, 0, 0, ""}, 4},
+                       {PodShape{8000, 470, 1, 0, 0, ""}, 2},
+                       {PodShape{3000, 810, 1, 0, 0, ""}, 1},
+                       {PodShape{2000, 160, 1, 0, 0, ""}, 1}});
+  o.learn = false;
+  auto pol = make_policy("fracpack", o);
+  ASSERT_TRUE(pol.ok());
+  Ledger l;
+  l.upsert_node(node("small", 1, 16384, "T4", 8000));
+  l.upsert_node(node("big", 2, 16384, "T4", 64000));
+  Scheduler s(l, **pol, FitOptions{}, {"small", "big"});
+  const PodRequest share = pod("share", 1, 470, 0, 8000);
+  s.arrived(share);
+  Decision d = s.schedule(share, /*commit=*/false);
+  ASSERT_TRUE(d.placed);
+  EXPECT_EQ(d.node->name(), "big");
+  const PodRequest big_share = pod("big-share", 1, 810, 0, 3000);
+  s.arrived(big_share);
+  d = s.schedule(big_share, /*commit=*/false);
+  ASSERT_TRUE(d.placed);
+  EXPECT_EQ(d.node->name(), "small");
 }
 
 // Ten 8-card nodes, pods of one card and rarely of eight. The measure
