@@ -30,10 +30,8 @@
 //     node to a multi-card shape (it fits there before the pod, not after)
 //     costs the shape's weight x its cards x 1000 x (s - 1), s the scarcity
 //     of the nodes it fits now: the GPUs on nodes it fits when empty over
-//     those on nodes it fits now, rounded to a power of 4, and counted from
-//     16 on (fewer than about 1 in 8 of its nodes left; from 1 on, static
-//     replays lost up to 0.1 points, gpuspec33, to nodes kept whole too
-//     early; from 64 on, 8-card pods waited again at 80 % load). The
+//     those on nodes it fits now, rounded to a power of 4 (so nothing until
+//     half of them are gone, and the caches keep across small moves). The
 //     measure weighs shapes by arrivals over cards, so rare 8-card pods
 //     weigh nothing while plenty of nodes are whole; with departures at
 //     80 % load they then waited for a whole node that FGD's packing had
@@ -136,7 +134,6 @@ class Reserve {
     for (size_t i = 0; i < multi.size(); ++i) {
       const double scarcity = all_[i] / std::max(now_[i], 1.0);
       const double rounded = std::pow(4.0, std::round(std::log(std::max(scarcity, 1.0)) / std::log(4.0)));
-      if (rounded < kFirstScarcity) continue;
       next[i] = m.shape_weight(multi[i]) * m.shape_cards(multi[i]) * kCardMilli * (rounded - 1);
     }
     if (next == cost_) return false;
@@ -163,8 +160,6 @@ class Reserve {
   }
 
  private:
-  static constexpr double kFirstScarcity = 16;
-
   void rescan(const FracpackMeasure& m, const Ledger& cluster) {
     const size_t shapes = m.multi_card_shapes().size();
     nodes_.assign(cluster.slot_bound(), nullptr);
