@@ -579,14 +579,28 @@ Floor max_allocation(const Problem& p, Bound bound, int buckets, const std::vect
     for (int c : cols) v += glp_get_col_prim(lp, c);
     out.placed.push_back(v);
   }
-  // Where the rest is: cards not used at all, and room on cards with shares.
+  // Where the rest is: cards not used at all, and room on cards with
+  // shares, by the largest share their pattern holds. A pattern's slots are
+  // filled in proportion to the pods of the size (the link rows' activity).
+  std::vector<std::vector<double>> filled(nt, std::vector<double>(sizes.size(), 1));
+  for (size_t t = 0; t < nt; ++t) {
+    for (size_t z = 0; z < sizes.size() && p.types[t].gpus > 0; ++z) {
+      double slots = 0;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (patterns[i].type == t) slots += patterns[i].count[z] * glp_get_col_prim(lp, pattern_col[i]);
+      }
+      const double slack = -glp_get_row_prim(lp, link_row[t][z]);  // slots - pods >= 0
+      if (slots > 1e-9) filled[t][z] = std::clamp(1 - slack / slots, 0.0, 1.0);
+    }
+  }
   for (size_t i = 0; i < patterns.size(); ++i) {
     const double v = glp_get_col_prim(lp, pattern_col[i]);
     if (v <= 1e-9) continue;
     const Pattern& pt = patterns[i];
-    int milli = 0, largest = 0;
+    double milli = 0;
+    int largest = 0;
     for (size_t z = 0; z < sizes.size(); ++z) {
-      milli += pt.count[z] * sizes[z];
+      milli += pt.count[z] * sizes[z] * filled[pt.type][z];
       if (pt.count[z] > 0) largest = std::max(largest, sizes[z]);
     }
     out.share_room_by_largest[largest] += v * (1000 - milli);
@@ -596,14 +610,6 @@ Floor max_allocation(const Problem& p, Bound bound, int buckets, const std::vect
     const NodeType& T = p.types[t];
     const double cards_used = glp_get_row_prim(lp, card_row[t]);
     out.empty_cards_by_model[T.model] += 1000 * (double(T.gpus) * T.count - cards_used);
-  }
-  // Pattern slots left unfilled count as room on their card: correct the
-  // share room by the link rows' slack (slots without a pod).
-  for (size_t t = 0; t < nt; ++t) {
-    for (size_t z = 0; z < sizes.size() && p.types[t].gpus > 0; ++z) {
-      const double slack = -glp_get_row_prim(lp, link_row[t][z]);  // slots - pods >= 0
-      if (slack > 1e-9) out.share_room_by_largest[-1] += slack * sizes[z];
-    }
   }
   glp_delete_prob(lp);
   return out;
@@ -715,9 +721,7 @@ int main(int argc, char** argv) {
         }
         for (const auto& [largest, milli] : online.share_room_by_largest) {
           if (milli > 0.5) {
-            std::printf("    room on shared cards, %s: %.3f %%\n",
-                        largest < 0 ? "unfilled pattern slots" : ("largest share " + std::to_string(largest)).c_str(),
-                        100 * milli / cap);
+            std::printf("    room on cards whose largest share is %d: %.3f %%\n", largest, 100 * milli / cap);
           }
         }
         for (size_t si = 0; si < p.shapes.size(); ++si) {
