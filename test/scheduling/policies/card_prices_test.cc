@@ -8,7 +8,7 @@
 
 #include <map>
 
-namespace fracpack::scheduling::policies {
+namespace fracpack::scheduling::policies::card_prices_test {
 namespace {
 
 TEST(CardPrices, OneSizePacksAsManyPerCardAsFit) {
@@ -94,4 +94,4 @@ TEST(CardPrices, NoCardIsWorthMoreThanOneAndUnknownSizesRegretNothing) {
 }
 
 }  // namespace
-}  // namespace fracpack::scheduling::policies
+}  // namespace fracpack::scheduling::policies::card_prices_test
