@@ -51,6 +51,8 @@ FracpackMeasure::FracpackMeasure(const ShapeCounts& shapes, const Supply* supply
     g.first = shapes_.size();
     for (Shape& s : members) {
       s.weight /= sum;
+      if (s.cards > 1) multi_card_.push_back(shapes_.size());
+      group_of_.push_back(groups_.size());
       shapes_.push_back(s);
     }
     g.last = shapes_.size();
@@ -198,6 +200,12 @@ double FracpackMeasure::frag(int64_t cpu_left, int64_t memory_left_mib, std::spa
   if (remembered_.size() >= kMaxRemembered) remembered_.clear();  // bounded in long-running processes
   remembered_.emplace(key, f);
   return f;
+}
+
+bool FracpackMeasure::shape_fits(size_t shape, int64_t cpu_left, int64_t memory_left_mib,
+                                 std::span<const Card> cards) const {
+  const Shape& s = shapes_[shape];
+  return cpu_left >= s.cpu && memory_left_mib >= s.memory_mib && fit<true>(groups_[group_of_[shape]], cards).cards_fit;
 }
 
 FracpackMeasure::Supply FracpackMeasure::supply(const Ledger& ledger) const {

@@ -78,6 +78,16 @@ class FracpackMeasure {
   // this much CPU and memory left. Not thread-safe (remembers results).
   double frag(int64_t cpu_left, int64_t memory_left_mib, std::span<const Card> cards);
 
+  // The GPU shapes of more than one card (fracpack.cc keeps nodes whole for
+  // them when few are left), each by its index among the GPU shapes.
+  const std::vector<size_t>& multi_card_shapes() const { return multi_card_; }
+  // A GPU shape's weight in the measure and its cards.
+  double shape_weight(size_t shape) const { return shapes_[shape].weight; }
+  int shape_cards(size_t shape) const { return shapes_[shape].cards; }
+  // Whether one pod of a GPU shape fits a node with these cards, this much
+  // CPU and memory left.
+  bool shape_fits(size_t shape, int64_t cpu_left, int64_t memory_left_mib, std::span<const Card> cards) const;
+
   // The shapes' weights (sum 1 over GPU and CPU-only shapes), for reports,
   // tests and deciding when a new target is worth a rebuild.
   const std::map<PodShape, double>& weights() const { return weights_; }
@@ -117,6 +127,8 @@ class FracpackMeasure {
 
   std::vector<Group> groups_;
   std::vector<Shape> shapes_;   // GPU shapes, by group
+  std::vector<size_t> group_of_;   // per GPU shape
+  std::vector<size_t> multi_card_;  // GPU shapes of more than one card
   double cpu_only_weight_ = 0;  // CPU-only shapes count every idle milli
   bool uses_card_memory_ = false;
   std::unordered_map<std::string, uint16_t> model_ids_;
