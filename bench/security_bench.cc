@@ -95,7 +95,8 @@ void per_record(int rounds) {
   std::vector<std::string> sigs;
   for (const auto& m : messages) sigs.push_back(signer->sign(m));
   const k8s::AdmissionPolicy policy{k8s::FracpackContract{}.guarded_annotations(), k8s::FracpackContract{}.pod_resources(),
-                                    {"system:serviceaccount:fracpack-system:fracpack"}, {"fracpack"}, {}};
+                                    {"system:serviceaccount:fracpack-system:fracpack"}, {"fracpack"}, {},
+                                    true, scheduling::CardIsolation::kMps, k8s::FracpackContract{}.device_resource()};
   const std::string review = json{{"apiVersion", "admission.k8s.io/v1"},
                                   {"kind", "AdmissionReview"},
                                   {"request",

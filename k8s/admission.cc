@@ -69,20 +69,26 @@ std::vector<std::string> strings_of(const Tree& c, const char* list, const char*
   return out;
 }
 
-// The first container asking one of `names` that sets a limiter's
-// variables or mounts over its paths: "spec.containers[1] (main): why".
-std::string limiter_overridden(const Tree& pod, const std::vector<std::string>& names, const LimiterPaths& paths) {
+// The first container asking cards that sets what k8s/limiter_guard.h
+// guards: "spec.containers[1] (main): why". The share part for containers
+// that ask a share resource (the policy's resources but the device count).
+std::string limiter_overridden(const Tree& pod, const AdmissionPolicy& policy) {
   const Tree* spec = member(pod, "spec");
   if (spec == nullptr) return {};
+  std::vector<std::string> share_resources;
+  for (const std::string& r : policy.resources) {
+    if (r != policy.device_resource) share_resources.push_back(r);
+  }
   for (const char* list : {"initContainers", "containers"}) {
     const Tree* containers = member(*spec, list);
     if (containers == nullptr || !containers->is_array()) continue;
     for (size_t i = 0; i < containers->size(); ++i) {
       const Tree& c = (*containers)[i];
-      if (container_asks(c, names).empty()) continue;
+      if (container_asks(c, policy.resources).empty()) continue;
+      const bool share = !container_asks(c, share_resources).empty();
       const std::vector<std::string> env = strings_of(c, "env", "name"), env_from = strings_of(c, "envFrom", "prefix"),
                                      mounts = strings_of(c, "volumeMounts", "mountPath");
-      const std::string why = limiter_override(ContainerSettings{env, env_from, mounts}, scheduling::CardIsolation::kNone, paths);
+      const std::string why = limiter_override(ContainerSettings{env, env_from, mounts}, policy.limiter, share, policy.limiter_paths);
       if (!why.empty()) return "spec." + std::string(list) + "[" + std::to_string(i) + "] (" + text(c, "name") + "): " + why;
     }
   }
@@ -175,7 +181,7 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
           refuse(who + ": spec.schedulerName is \"" + (scheduler.empty() ? std::string("default-scheduler") : scheduler) + "\" on a pod asking " +
                  r + ": only fracpack's scheduler (" + joined(policy.scheduler_names) + ") places GPU shares; set spec.schedulerName: " +
                  (policy.scheduler_names.empty() ? std::string("fracpack") : policy.scheduler_names.front()));
-        } else if (const std::string why = limiter_overridden(obj, policy.resources, policy.limiter_paths); !why.empty()) {
+        } else if (const std::string why = policy.guard_limits ? limiter_overridden(obj, policy) : std::string(); !why.empty()) {
           refuse(who + ": " + why + " (README, Isolation: a share is a limit)");
         }
       }

@@ -44,6 +44,12 @@ struct AdmissionPolicy {
   std::vector<std::string> record_writers;       // usernames allowed to write the guarded annotations
   std::vector<std::string> scheduler_names;      // a pod asking the resources must name one
   LimiterPaths limiter_paths;                    // where the limiters appear in a container (nodeAgent.mpsDir)
+  // k8s/limiter_guard.h, with the fracpack contract only (a peer's plugin
+  // decides for its own pods): the cluster's limiter (nodeAgent.isolation)
+  // for containers asking a share (a resource other than device_resource).
+  bool guard_limits = false;
+  scheduling::CardIsolation limiter = scheduling::CardIsolation::kNone;
+  std::string device_resource;
 };
 
 struct AdmissionResult {

@@ -1,5 +1,6 @@
 #include "k8s/limiter_guard.h"
 
+#include <algorithm>
 #include <array>
 
 namespace fracpack::k8s {
@@ -16,8 +17,12 @@ struct Family {
   std::string_view prefix;
   const char* why;
 };
-constexpr std::array<Family, 1> kMpsVariables{{
+constexpr std::array<Family, 1> kCardAccessVariables{{
+    {"NVIDIA_VISIBLE_DEVICES", "the NVIDIA runtime would give the container the cards it names, not the ones its record names"},
+}};
+constexpr std::array<Family, 2> kMpsVariables{{
     {"CUDA_MPS_", "MPS's pipe directory and limits are the node agent's to set"},
+    {"CUDA_VISIBLE_DEVICES", "MPS's memory limits name the cards by their order in it"},
 }};
 constexpr std::array<Family, 6> kHamiCoreVariables{{
     {"CUDA_DEVICE_", "HAMi-core's memory and compute limits are the node agent's to set"},
@@ -52,16 +57,11 @@ std::string variable_override(const ContainerSettings& c, const std::array<Famil
   return {};
 }
 
-std::string_view without_trailing_slash(std::string_view p) {
-  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
-  return p;
-}
-
 // A mount at `path` hides `guarded` when it is that path or inside it (a
-// mount above it is made first and cannot: runtimes mount by depth).
-bool covers(std::string_view path, std::string_view guarded) {
-  path = without_trailing_slash(path);
-  guarded = without_trailing_slash(guarded);
+// mount above it is made first and cannot: runtimes mount by depth). Both
+// as the runtime cleans them ("/etc/./ld.so.preload" is /etc/ld.so.preload).
+bool covers(std::string_view raw_path, std::string_view raw_guarded) {
+  const std::string path = clean_mount_path(raw_path), guarded = clean_mount_path(raw_guarded);
   return path == guarded || (starts_with(path, guarded) && path.size() > guarded.size() && path[guarded.size()] == '/');
 }
 
@@ -74,17 +74,35 @@ std::string mount_override(const ContainerSettings& c, std::string_view guarded,
 
 }  // namespace
 
-std::string limiter_override(const ContainerSettings& c, CardIsolation limiter, const LimiterPaths& paths) {
-  const bool any = limiter == CardIsolation::kNone;
+std::string clean_mount_path(std::string_view path) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    const size_t j = std::min(path.find('/', i), path.size());
+    const std::string_view part = path.substr(i, j - i);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (std::string_view p : parts) out += "/" + std::string(p);
+  return out.empty() ? "/" : out;
+}
+
+std::string limiter_override(const ContainerSettings& c, CardIsolation limiter, bool share, const LimiterPaths& paths) {
   std::string why;
-  if (any || limiter == CardIsolation::kMps) {
+  if (!(why = variable_override(c, kCardAccessVariables)).empty()) return why;
+  if (!share) return {};
+  if (limiter == CardIsolation::kMps) {
     if (!(why = variable_override(c, kMpsVariables)).empty()) return why;
     if (!(why = mount_override(c, paths.mps_pipe_dir, "the MPS daemon's pipe directory")).empty()) return why;
-    // The daemon's shared memory is mounted on /dev/shm: only where MPS
-    // runs (elsewhere a pod's own /dev/shm is common and harmless).
-    if (!any && !(why = mount_override(c, kMpsShmPath, "the MPS daemon's shared memory")).empty()) return why;
+    // MPS clients find the daemon's shared memory at /dev/shm.
+    if (!(why = mount_override(c, kMpsShmPath, "the MPS daemon's shared memory (an MPS client cannot have its own /dev/shm)")).empty()) return why;
   }
-  if (any || limiter == CardIsolation::kHamiCore) {
+  if (limiter == CardIsolation::kHamiCore) {
     if (!(why = variable_override(c, kHamiCoreVariables)).empty()) return why;
     for (std::string_view guarded : {kHamiCoreDir, kLdSoPreload, kHamiCoreLockDir}) {
       if (!(why = mount_override(c, guarded, "HAMi-core's library or its state")).empty()) return why;

@@ -35,10 +35,22 @@ struct ContainerSettings {
   const std::vector<std::string>& mount_paths;  // volumeMounts[].mountPath
 };
 
-// The first setting that would lift a limit `limiter` enforces, as the
-// field and why ("env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: MPS's memory limit
-// is the agent's to set"); "" when none. `limiter` kNone: every limiter's
-// (the webhook). kMig enforces nothing a container could lift: "".
-std::string limiter_override(const ContainerSettings& c, scheduling::CardIsolation limiter, const LimiterPaths& paths = {});
+// What a GPU container may not set, as a field and why ("env
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: MPS's memory limit is the agent's to
+// set"); "" when nothing. Two parts:
+//   - always (any GPU container, any limiter): NVIDIA_VISIBLE_DEVICES, with
+//     which the NVIDIA runtime would give it cards its record does not name
+//     (the pod spec's value wins over the device plugin's: real tier A2);
+//   - for a share (`share`: less than a whole card somewhere), the
+//     variables and paths of `limiter`: mps, hami-core; none and mig have
+//     nothing a container could lift.
+// The webhook passes the cluster's limiter (nodeAgent.isolation) and asks
+// for the share part on containers asking share resources; the node agent
+// passes its cards' limiter and the record's shares.
+std::string limiter_override(const ContainerSettings& c, scheduling::CardIsolation limiter, bool share, const LimiterPaths& paths = {});
+
+// A mount path as the container runtime will use it (Go's filepath.Clean:
+// "//", "." and ".." resolved lexically), for comparing with guarded paths.
+std::string clean_mount_path(std::string_view path);
 
 }  // namespace fracpack::k8s

@@ -69,6 +69,14 @@ void AllocationMatcher::exclude(const std::string& uid, const std::string& refus
   if (last_uid_ == uid) last_uid_.clear();
 }
 
+void AllocationMatcher::refuse_served(const std::string& uid, const std::string& refusal) {
+  if (auto it = served_.find(uid); it != served_.end() && --it->second <= 0) {
+    served_.erase(it);
+    holdings_.erase(uid);  // nothing of it runs
+  }
+  exclude(uid, refusal);
+}
+
 std::map<int, scheduling::CardCharge> AllocationMatcher::held_by_others(const std::string& uid) const {
   std::map<int, scheduling::CardCharge> out;
   auto add = [&out](const std::vector<scheduling::CardCharge>& charges) {

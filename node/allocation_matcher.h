@@ -155,6 +155,12 @@ class AllocationMatcher {
   // waits. `refusal`: what the agent refused it with, answered again when
   // kubelet asks again while no other pod waits.
   void exclude(const std::string& uid, const std::string& refusal = "");
+  // allocate() served this pod's container, but the agent could not build
+  // its answer (its limiter refused it, a card turned unusable meanwhile):
+  // kubelet fails the pod, so the serve is taken back and the pod excluded
+  // with `refusal` — otherwise the next pod's Allocate would continue this
+  // one (its next container's cards).
+  void refuse_served(const std::string& uid, const std::string& refusal);
 
   // The agent's account: per card, what the live pods other than `uid`
   // hold — those it served (holdings()) and those running with a record

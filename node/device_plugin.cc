@@ -233,6 +233,7 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
       const int n = cr.devices_ids_size();
       auto a = state_.allocate(n, std::chrono::steady_clock::now() + options_.record_wait);
       Status filled = a ? fill_container(*a, state_.devices(), options_, *out->add_container_responses()) : Status(a.error());
+      if (a && !filled.ok()) state_.refuse_served(a->pod_uid, filled.message());
       if (!filled.ok()) {
         stats_.allocation_failures.fetch_add(1, std::memory_order_relaxed);
         report(options_, true, "Allocate of " + std::to_string(n) + " device(s) refused: " + filled.message());

@@ -169,6 +169,12 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
   }
 }
 
+void DevicesAndPods::refuse_served(const std::string& uid, const std::string& refusal) {
+  std::lock_guard lock(mu_);
+  matcher_.refuse_served(uid, refusal);
+  persist_locked();
+}
+
 Status DevicesAndPods::within_capacity(const Assignment& a) const {
   const std::map<int, scheduling::CardCharge> others = matcher_.held_by_others(a.pod_uid);
   for (const scheduling::CardShare& share : a.cards) {

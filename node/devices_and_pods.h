@@ -56,6 +56,9 @@ class DevicesAndPods {
   // hold (an exclusive card held by another pod, over 100 % compute, over
   // the card's memory).
   Result<Assignment> allocate(int devices, std::chrono::steady_clock::time_point deadline);
+  // The answer for an allocate()d container could not be built: kubelet
+  // fails its pod (AllocationMatcher::refuse_served).
+  void refuse_served(const std::string& uid, const std::string& refusal);
   // Confirms with the API server that the pod an Allocate is for still
   // waits as the watch showed it: ok; an error that settles it (gone,
   // finished, being deleted, changed: `settled`) or a failed read (tried

@@ -40,9 +40,12 @@ Result<ContainerIsolation> isolate(const Assignment& a, const std::vector<const 
                    scheduling::isolation_name(d->isolation) + "); a container gets one limiter: ask cards of one kind"};
     }
   }
-  const bool has_limiter = out.isolation == CardIsolation::kMps || out.isolation == CardIsolation::kHamiCore;
-  if (const std::string why = has_limiter ? k8s::limiter_override(settings, out.isolation, options.limiter_paths()) : std::string();
-      !why.empty()) {
+  // A share: less than a whole card somewhere (the limiter's part applies).
+  bool share = false;
+  for (size_t i = 0; i < cards.size(); ++i) {
+    share = share || memory_of(a.cards[i], *cards[i]) < cards[i]->memory_mib || cores_of(a.cards[i]) < scheduling::kCardMilli;
+  }
+  if (const std::string why = k8s::limiter_override(settings, out.isolation, share, options.limiter_paths()); !why.empty()) {
     return Error{who + " lifts its own limit: " + why + " (README, Isolation: a share is a limit)"};
   }
   std::vector<std::string> uuids;
@@ -74,7 +77,7 @@ Result<ContainerIsolation> isolate(const Assignment& a, const std::vector<const 
     for (size_t i = 0; i < cards.size(); ++i) {
       out.env["CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(i)] = std::to_string(memory_of(a.cards[i], *cards[i])) + "m";
     }
-    out.env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(cores_of(a.cards.front()) / 10);
+    out.env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(std::max(1, cores_of(a.cards.front()) / 10));  // 0 would be no limit
     out.env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = std::string(k8s::kHamiCoreDir) + "/" + a.pod_uid + "_" + a.container + ".cache";
     const std::string cache = options.hami_core_dir + "/containers/" + a.pod_uid + "_" + a.container;
     const std::string lock = options.hami_core_dir + "/vgpulock";

@@ -4,12 +4,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -50,7 +53,12 @@ struct Child {
 // it starts can be ended together).
 Result<Child> spawn(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& env, bool pipes) {
   int in[2] = {-1, -1}, out[2] = {-1, -1};
-  if (pipes && (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)) return Error{"cannot make pipes"};
+  if (pipes && ::pipe2(in, O_CLOEXEC) != 0) return Error{"cannot make pipes"};
+  if (pipes && ::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    return Error{"cannot make pipes"};
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (pipes) {
@@ -62,8 +70,17 @@ Result<Child> spawn(const std::string& program, const std::vector<std::string>& 
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  // Its own process group; and the signal state of a fresh process: this
+  // one blocks SIGTERM and SIGINT (for its signal wait) and ignores
+  // SIGPIPE, which the control daemon and its MPS servers must not inherit.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
   std::vector<char*> argv{const_cast<char*>(program.c_str())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -98,12 +115,45 @@ std::string exit_text(int status) {
   return "ended";
 }
 
-// Ends a process group and reaps its leader.
-void end(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(-pid, SIGKILL);
+// Ends a process group (its leader's pid is the group's id) and reaps what
+// of it is this process's to reap. The group outlives its leader: the MPS
+// servers the control daemon started are in it, and when they outlive it
+// they still hold their cards' contexts (in EXCLUSIVE_PROCESS mode the next
+// daemon's server could not open them).
+void end_group(pid_t pgid) {
+  if (pgid <= 0) return;
+  ::kill(-pgid, SIGKILL);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(-pgid, &status, 0) > 0) {
+  }
+}
+
+// <dir>/modes: "uuid=mode" lines, the compute modes the cards had before.
+std::map<std::string, int> read_modes(const std::string& path) {
+  std::map<std::string, int> out;
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return out;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    std::string l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos || eq + 1 >= l.size()) continue;
+    out[l.substr(0, eq)] = std::atoi(l.c_str() + eq + 1);
+  }
+  std::fclose(f);
+  return out;
+}
+
+Status write_modes(const std::string& path, const std::map<std::string, int>& modes) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return Error{"cannot write " + tmp + ": " + std::strerror(errno)};
+  for (const auto& [uuid, mode] : modes) std::fprintf(f, "%s=%d\n", uuid.c_str(), mode);
+  const bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) return Error{"cannot write " + path + ": " + std::strerror(errno)};
+  return Status::Ok();
 }
 
 }  // namespace
@@ -133,7 +183,7 @@ Result<std::string> mps_control_command(const std::string& control, const std::m
   }
   ::close(child->out);
   if (timed_out) {
-    end(child->pid);
+    end_group(child->pid);
     return Error{control + " gave no answer to " + command + " within " + std::to_string(timeout.count()) + " ms"};
   }
   int status = 0;
@@ -143,6 +193,31 @@ Result<std::string> mps_control_command(const std::string& control, const std::m
     return Error{control + " " + command + ": " + exit_text(status) + (output.empty() ? std::string() : ": " + output)};
   }
   return output;
+}
+
+Result<std::string> prepare_mps_shm(const std::string& dir, int64_t size_bytes) {
+  namespace fs = std::filesystem;
+  const std::string path = fs::weakly_canonical(fs::path(dir) / "shm").string();
+  // Mounted already (the init container ran before, the pod restarted)?
+  std::FILE* f = std::fopen("/proc/self/mountinfo", "r");
+  if (f == nullptr) return Error{"cannot read /proc/self/mountinfo"};
+  char line[4096];
+  bool mounted = false;
+  while (!mounted && std::fgets(line, sizeof line, f) != nullptr) {
+    // "id parent major:minor root mount-point ..."
+    char mount_point[4096] = {};
+    if (std::sscanf(line, "%*s %*s %*s %*s %4095s", mount_point) == 1 && path == mount_point) mounted = true;
+  }
+  std::fclose(f);
+  if (mounted) return path + ": a tmpfs is there already";
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (!fs::is_directory(path)) return Error{"cannot make " + path + ": " + ec.message()};
+  const std::string options = "size=" + std::to_string(size_bytes) + ",mode=1777";
+  if (::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+    return Error{"cannot mount a tmpfs at " + path + ": " + std::strerror(errno) + " (needs CAP_SYS_ADMIN: a privileged container)"};
+  }
+  return path + ": tmpfs of " + std::to_string(size_bytes >> 20) + " MiB mounted";
 }
 
 MpsDaemon::MpsDaemon(MpsDaemonOptions options) : options_(std::move(options)) {}
@@ -206,22 +281,39 @@ Status MpsDaemon::run(std::stop_token stop) {
     if (!fs::is_directory(p)) return Error{"cannot make " + p.string() + ": " + ec.message()};
   }
 
+  // Said first: a status a killed supervisor left may still say ready.
+  (void)write_status("starting", "");
+
   // Only the MPS server may hold a context on a card that takes shares.
-  std::map<std::string, int> before;
+  // The modes the cards had before MPS are kept in <dir>/modes until a clean
+  // stop puts them back: a supervisor that was killed left its cards in
+  // EXCLUSIVE_PROCESS, and the next one must not take that for their own.
+  const std::string modes_file = options_.dir + "/modes";
+  std::map<std::string, int> before = read_modes(modes_file);
+  const bool inherited = !before.empty();
+  for (const std::string& uuid : cards_) {
+    if (before.contains(uuid)) continue;
+    auto mode = (*nvml)->compute_mode(uuid);
+    before[uuid] = mode ? *mode : Nvml::kComputeDefault;
+  }
+  if (Status w = write_modes(modes_file, before); !w.ok()) return w;
+  if (inherited) say(false, "compute modes from before a supervisor that did not stop cleanly: " + modes_file);
   auto restore = [&] {
+    bool all = true;
     for (const auto& [uuid, mode] : before) {
-      if (Status s = (*nvml)->set_compute_mode(uuid, mode); !s.ok()) say(true, "compute mode not restored: " + s.message());
+      if (Status s = (*nvml)->set_compute_mode(uuid, mode); !s.ok()) {
+        say(true, "compute mode not restored: " + s.message());
+        all = false;
+      }
     }
+    if (all) ::unlink(modes_file.c_str());
   };
   for (const std::string& uuid : cards_) {
-    auto mode = (*nvml)->compute_mode(uuid);
-    const int was = mode ? *mode : Nvml::kComputeDefault;
     if (Status s = (*nvml)->set_compute_mode(uuid, Nvml::kComputeExclusiveProcess); !s.ok()) {
       restore();
       (void)write_status("stopped", s.message());
       return s;
     }
-    before[uuid] = was;
   }
   say(false, "compute mode EXCLUSIVE_PROCESS on " + std::to_string(cards_.size()) + " card(s)");
 
@@ -234,6 +326,7 @@ Status MpsDaemon::run(std::stop_token stop) {
   const auto env = control_env();
   auto ask = [&](const std::string& command) { return mps_control_command(options_.control, env, command, options_.answer_timeout); };
   int exit_status = 0;
+  pid_t pgid = 0;  // the running control daemon's process group
   auto alive = [&] {
     if (pid_ <= 0) return false;
     if (::waitpid(static_cast<pid_t>(pid_), &exit_status, WNOHANG) == 0) return true;
@@ -258,6 +351,7 @@ Status MpsDaemon::run(std::stop_token stop) {
       reason = child.message();
     } else {
       pid_ = child->pid;
+      pgid = child->pid;  // its own group: the MPS servers it starts join it
       stats_.starts.fetch_add(1);
       bool up = false;
       const auto deadline = Clock::now() + options_.start_timeout;
@@ -299,7 +393,8 @@ Status MpsDaemon::run(std::stop_token stop) {
     if (stop.stop_requested()) break;
     stats_.ready.store(false);
     stats_.failures.fetch_add(1);
-    end(static_cast<pid_t>(pid_));
+    end_group(pgid);  // the daemon if it still runs, and servers it left
+    pgid = 0;
     pid_ = 0;
     (void)write_status("down", reason);
     say(true, reason + "; starting it again in " + std::to_string(backoff.count()) + " ms");
@@ -309,11 +404,11 @@ Status MpsDaemon::run(std::stop_token stop) {
   }
 
   stats_.ready.store(false);
-  if (alive()) {
-    (void)ask("quit");
+  if (pgid > 0) {
+    if (alive()) (void)ask("quit");
     const auto deadline = Clock::now() + milliseconds(5000);
     while (alive() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(20));
-    if (alive()) end(static_cast<pid_t>(pid_));
+    end_group(pgid);  // what did not quit within 5 s, and servers left behind
     pid_ = 0;
   }
   restore();

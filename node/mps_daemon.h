@@ -28,8 +28,13 @@
 //              status says down (the agent marks the cards unhealthy, so
 //              nothing is placed or admitted onto them), and it is started
 //              again after a back-off (1 s, doubling to 30 s).
-//   stop       quit is sent, the cards go back to the compute mode they
-//              had, the status says stopped.
+//   stop       quit is sent, the daemon's process group (its MPS servers)
+//              is ended, the cards go back to the compute mode they had
+//              before MPS, the status says stopped. Those modes are kept in
+//              <dir>/modes from the first change until a clean stop: a
+//              supervisor that was killed left its cards in
+//              EXCLUSIVE_PROCESS, and the next one restores the modes of
+//              before, not that.
 //
 // No default limits are set on the control daemon: each client's limits
 // come from its own environment (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT,
@@ -73,6 +78,16 @@ struct MpsDaemonStats {
 // status other than 0 is an error with its output.
 Result<std::string> mps_control_command(const std::string& control, const std::map<std::string, std::string>& env,
                                         const std::string& command, std::chrono::milliseconds timeout);
+
+// The MPS server's shared memory: the clients mount <dir>/shm on /dev/shm,
+// and the daemon's own container does too (manifests/node-agent.yaml), so
+// it must be one tmpfs of its own on the host — not the host's /dev/shm
+// (hostIPC), not a folder of the host's /run that a client could fill.
+// Mounts a tmpfs of `size_bytes` (mode 1777, nosuid, nodev) at <dir>/shm
+// unless one is there already; the caller's mount propagation takes it to
+// the host (the DaemonSet's init container, Bidirectional). Needs
+// CAP_SYS_ADMIN. Returns what it did.
+Result<std::string> prepare_mps_shm(const std::string& dir, int64_t size_bytes);
 
 class MpsDaemon {
  public:

@@ -277,6 +277,9 @@ Status Daemon::start() {
     policy.record_writers = c.admission.record_writers;
     policy.scheduler_names = c.scheduler_names;
     policy.limiter_paths.mps_pipe_dir = c.node_agent.mps_dir + "/pipe";
+    policy.guard_limits = c.contract.profile == "fracpack";  // a peer's plugin decides for its pods
+    policy.limiter = c.node_agent.isolation;
+    policy.device_resource = state_->contract().device_resource();
     admission_ = std::make_unique<AdmissionRoutes>(std::move(policy), metrics_);
     HttpOptions ao = ho;
     ao.address = al->first.empty() ? "0.0.0.0" : al->first;

@@ -101,12 +101,16 @@ Status NodeAgent::start() {
     // The /etc/ld.so.preload each container gets, naming the library.
     std::error_code ec;
     std::filesystem::create_directories(o.plugin.isolation.hami_core_dir, ec);
+    // Written aside and renamed: running containers have it mounted.
     const std::string preload = node::hami_core_preload_file(o.plugin.isolation);
-    std::ofstream f(preload, std::ios::trunc);
+    const std::string tmp = preload + ".tmp";
+    std::ofstream f(tmp, std::ios::trunc);
     f << node::hami_core_preload_text();
     f.close();
-    if (ec || !f) return Error{"nodeAgent.hamiCoreDir: cannot write " + preload + (ec ? ": " + ec.message() : std::string())};
-    ::chmod(preload.c_str(), 0644);
+    ::chmod(tmp.c_str(), 0644);
+    if (ec || !f || std::rename(tmp.c_str(), preload.c_str()) != 0) {
+      return Error{"nodeAgent.hamiCoreDir: cannot write " + preload + (ec ? ": " + ec.message() : std::string())};
+    }
   }
   check_limiters();  // before kubelet or the extender sees a card
   limiter_thread_ = std::jthread([this](std::stop_token st) {
@@ -215,6 +219,16 @@ void NodeAgent::check_limiters() {
       struct stat st {};
       if (::stat(iso.hami_core_library.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
         problem = "HAMi-core's library " + iso.hami_core_library + " is not on the node (nodeAgent.hamiCoreLibrary): a share here would not be enforced";
+      }
+    }
+    // A card left in EXCLUSIVE_PROCESS (an MPS daemon runs, or one was
+    // killed) takes one process at a time: under any other isolation its
+    // second container would find it busy. (Under mps the daemon's status
+    // says whether it serves the card.)
+    if (problem.empty() && nvml_ && d.parent_uuid.empty() && d.isolation != scheduling::CardIsolation::kMps) {
+      if (auto mode = nvml_->compute_mode(d.uuid); mode && *mode == node::Nvml::kComputeExclusiveProcess) {
+        problem = "the card is in EXCLUSIVE_PROCESS compute mode (an MPS daemon runs on this node, or left it so), but this agent's isolation is " +
+                  std::string(scheduling::isolation_name(d.isolation)) + ": stop fracpack mps-control-daemon here, or run the agent with isolation mps";
       }
     }
     if (state_.set_limiter_problem(d.uuid, problem)) {

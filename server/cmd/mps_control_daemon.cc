@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "node/mps_daemon.h"
+#include "scheduling/quantity.h"
 #include "server/cmd/commands.h"
 #include "server/log.h"
 
@@ -32,6 +33,9 @@ options:
   --mps-dir DIR           the folder shared with the node agent (config: nodeAgent.mpsDir;
                           default /run/fracpack/mps)
   --nvml-library PATH     NVML (config: nodeAgent.nvmlLibrary; default libnvidia-ml.so.1)
+  --prepare-shm SIZE      only mount the MPS shared memory: a tmpfs of SIZE (e.g. 1Gi) at
+                          <mps-dir>/shm, unless one is there, then exit (the DaemonSet's
+                          init container, with Bidirectional mount propagation)
   --log-level LEVEL       debug, info, warn, error (default info)
   --log-format FORMAT     json or logfmt (default json)
 )";
@@ -39,7 +43,7 @@ options:
 }  // namespace
 
 int cmd_mps_control_daemon(const std::vector<std::string>& argv) {
-  auto args = Args::parse(argv, {"config", "mps-control", "mps-dir", "nvml-library", "log-level", "log-format"}, {"help"});
+  auto args = Args::parse(argv, {"config", "mps-control", "mps-dir", "nvml-library", "prepare-shm", "log-level", "log-format"}, {"help"});
   if (!args) return usage_error(args.message());
   if (args->has("help")) {
     std::cout << kMpsControlDaemonHelp;
@@ -56,6 +60,14 @@ int cmd_mps_control_daemon(const std::vector<std::string>& argv) {
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
+  if (auto v = args->get("prepare-shm")) {
+    auto size = parse_memory_bytes(*v);
+    if (!size || *size < (int64_t{1} << 20)) return usage_error("--prepare-shm: expected a size of at least 1Mi (e.g. 1Gi), got \"" + *v + "\"");
+    auto done = node::prepare_mps_shm(a.mps_dir, *size);
+    if (!done) return fail(done.message());
+    std::cout << "mps-control-daemon: " << *done << "\n";
+    return 0;
+  }
   start_service_process(c);
 
   node::MpsDaemonOptions o;

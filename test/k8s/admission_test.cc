@@ -19,7 +19,9 @@ using json = nlohmann::json;
 constexpr const char* kExtender = "system:serviceaccount:fracpack-system:fracpack";
 
 AdmissionPolicy policy_of(const Contract& contract, std::vector<std::string> writers = {kExtender}) {
-  return AdmissionPolicy{contract.guarded_annotations(), contract.pod_resources(), std::move(writers), {"fracpack"}, {}};
+  // The shipped configuration's limiter (manifests/config.yaml: mps).
+  return AdmissionPolicy{contract.guarded_annotations(), contract.pod_resources(), std::move(writers), {"fracpack"}, {},
+                         true, scheduling::CardIsolation::kMps, contract.device_resource()};
 }
 
 const AdmissionPolicy kPolicy = policy_of(FracpackContract{});
@@ -107,20 +109,33 @@ TEST(Admission, AGpuContainerThatWouldLiftItsOwnLimitIsRefusedNamingTheField) {
   const AdmissionResult r = decide(review("CREATE", mps));
   EXPECT_FALSE(r.allowed);
   EXPECT_NE(r.message.find("spec.containers[0] (main): env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), std::string::npos) << r.message;
-  json preload = pod();
-  preload["spec"]["containers"][0]["volumeMounts"] = json::array({{{"name", "p"}, {"mountPath", "/etc/ld.so.preload"}}});
-  EXPECT_FALSE(decide(review("CREATE", preload)).allowed);
-  json prefixed = pod();
+  json shm = pod({}, {{"fracpack.io/gpu", "1"}, {"fracpack.io/gpu-memory", "4096"}});
+  shm["spec"]["containers"][0]["volumeMounts"] = json::array({{{"name", "s"}, {"mountPath", "/dev/./shm"}}});
+  EXPECT_FALSE(decide(review("CREATE", shm)).allowed) << "an MPS client cannot have its own /dev/shm";
+  json prefixed = pod({}, {{"fracpack.io/gpu", "1"}, {"fracpack.io/gpu-cores", "30"}});
   prefixed["spec"]["containers"][0]["envFrom"] = json::array({{{"prefix", "CUDA_"}, {"configMapRef", {{"name", "c"}}}}});
   EXPECT_FALSE(decide(review("CREATE", prefixed)).allowed);
-  // Ordinary settings, and the same variables in a container without cards.
+  // Naming its own cards: any GPU container, a whole card too.
+  json cards = pod();
+  cards["spec"]["containers"][0]["env"] = json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}}});
+  EXPECT_NE(decide(review("CREATE", cards)).message.find("env NVIDIA_VISIBLE_DEVICES"), std::string::npos);
+  // Ordinary settings; a whole card's LD_PRELOAD and /dev/shm; another limiter's
+  // variables; the same variables in a container without cards.
   json ordinary = pod();
   ordinary["spec"]["containers"][0]["envFrom"] = json::array({{{"configMapRef", {{"name", "app"}}}}});
+  ordinary["spec"]["containers"][0]["env"] = json::array({{{"name", "LD_PRELOAD"}, {"value", "libjemalloc.so"}}});
   ordinary["spec"]["containers"][0]["volumeMounts"] = json::array({{{"name", "d"}, {"mountPath", "/data"}}, {{"name", "s"}, {"mountPath", "/dev/shm"}}});
-  EXPECT_TRUE(decide(review("CREATE", ordinary)).allowed);
+  EXPECT_TRUE(decide(review("CREATE", ordinary)).allowed) << decide(review("CREATE", ordinary)).message;
+  json hami_vars = pod({}, {{"fracpack.io/gpu", "1"}, {"fracpack.io/gpu-cores", "30"}});
+  hami_vars["spec"]["containers"][0]["env"] = json::array({{{"name", "CUDA_DEVICE_SM_LIMIT"}, {"value", "100"}}});
+  EXPECT_TRUE(decide(review("CREATE", hami_vars)).allowed) << "no HAMi-core in this cluster";
   json sidecar = pod();
-  sidecar["spec"]["containers"].push_back({{"name", "proxy"}, {"image", "envoy"}, {"env", json::array({{{"name", "LD_PRELOAD"}, {"value", "x"}}})}});
-  EXPECT_TRUE(decide(review("CREATE", sidecar)).allowed) << "its limit is not read there";
+  sidecar["spec"]["containers"].push_back({{"name", "proxy"}, {"image", "envoy"}, {"env", json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}}})}});
+  EXPECT_TRUE(decide(review("CREATE", sidecar)).allowed) << "a container without cards: the runtime's setting, README Security model";
+  // With a peer's profile its own plugin decides (guard_limits off).
+  AdmissionPolicy peer = kPolicy;
+  peer.guard_limits = false;
+  EXPECT_TRUE(decide(review("CREATE", mps), peer).allowed);
 }
 
 TEST(Admission, WhatTenantsDoEveryDayIsAllowed) {

@@ -14,10 +14,10 @@ struct Spec {
   ContainerSettings settings() const { return {env, env_from, mounts}; }
 };
 
-std::string why(const Spec& s, CardIsolation limiter) { return limiter_override(s.settings(), limiter); }
+std::string why(const Spec& s, CardIsolation limiter, bool share = true) { return limiter_override(s.settings(), limiter, share); }
 
 TEST(LimiterGuard, AnOrdinaryContainerSetsNothingALimiterReads) {
-  const Spec s{{"PATH", "CUDA_VISIBLE_DEVICES_X", "MODEL"}, {"", "APP_"}, {"/data", "/dev/shm-not", "/usr/local/vgpu2"}};
+  const Spec s{{"PATH", "NVIDIA_DRIVER_CAPABILITIES", "MODEL"}, {"", "APP_"}, {"/data", "/dev/shm-not", "/usr/local/vgpu2"}};
   for (CardIsolation i : {CardIsolation::kNone, CardIsolation::kMps, CardIsolation::kHamiCore, CardIsolation::kMig}) {
     EXPECT_EQ(why(s, i), "") << scheduling::isolation_name(i);
   }
@@ -51,13 +51,44 @@ TEST(LimiterGuard, HamiCoresLimitsAndLibraryAreTheAgentsToSet) {
   EXPECT_EQ(why({{}, {}, {"/dev/shm"}}, CardIsolation::kHamiCore), "");
 }
 
-TEST(LimiterGuard, TheWebhookChecksEveryLimiterButMpsSharedMemory) {
-  // kNone: the node is not known yet.
-  EXPECT_NE(why({{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}, {}, {}}, CardIsolation::kNone), "");
-  EXPECT_NE(why({{"LD_PRELOAD"}, {}, {}}, CardIsolation::kNone), "");
-  EXPECT_EQ(why({{}, {}, {"/dev/shm"}}, CardIsolation::kNone), "") << "a pod's own /dev/shm is common; only an MPS card's agent refuses it";
-  // A MIG instance: the hardware holds the limit.
+// Found in review: the NVIDIA runtime gives a container the cards
+// NVIDIA_VISIBLE_DEVICES names, and the pod spec's value wins over the
+// device plugin's (real tier A2): refused for every GPU container, whole
+// cards and any limiter included.
+TEST(LimiterGuard, NoGpuContainerNamesItsOwnCards) {
+  for (CardIsolation i : {CardIsolation::kNone, CardIsolation::kMps, CardIsolation::kHamiCore, CardIsolation::kMig}) {
+    for (bool share : {false, true}) {
+      EXPECT_NE(why({{"NVIDIA_VISIBLE_DEVICES"}, {}, {}}, i, share).find("env NVIDIA_VISIBLE_DEVICES"), std::string::npos)
+          << scheduling::isolation_name(i) << " share " << share;
+    }
+  }
+  // On MPS a share's limits name its cards by their order in CUDA_VISIBLE_DEVICES.
+  EXPECT_NE(why({{"CUDA_VISIBLE_DEVICES"}, {}, {}}, CardIsolation::kMps), "");
+  EXPECT_EQ(why({{"CUDA_VISIBLE_DEVICES"}, {}, {}}, CardIsolation::kNone), "");
+}
+
+// A whole card has no limit to lift; a limiter's variables mean nothing
+// where another (or none) runs. (Found in review: the webhook refused
+// LD_PRELOAD on every GPU pod, whatever the cluster ran.)
+TEST(LimiterGuard, OnlyAShareOnACardWithThatLimiterIsHeldToIt) {
+  EXPECT_EQ(why({{"LD_PRELOAD", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}, {}, {"/dev/shm"}}, CardIsolation::kMps, /*share=*/false), "");
+  EXPECT_EQ(why({{"LD_PRELOAD"}, {}, {"/etc/ld.so.preload"}}, CardIsolation::kHamiCore, /*share=*/false), "");
+  EXPECT_EQ(why({{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "LD_PRELOAD"}, {}, {"/dev/shm"}}, CardIsolation::kNone), "");
   EXPECT_EQ(why({{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "LD_PRELOAD"}, {}, {"/dev/shm"}}, CardIsolation::kMig), "");
+}
+
+// Found in review: runc and containerd clean a mount path (Go's
+// filepath.Clean) before mounting; the guard compares cleaned paths.
+TEST(LimiterGuard, AMountPathIsComparedAsTheRuntimeCleansIt) {
+  for (const char* path : {"/etc/./ld.so.preload", "//etc/ld.so.preload", "/etc/../etc/ld.so.preload", "/etc//ld.so.preload/", "/usr/local/./vgpu/x"}) {
+    EXPECT_NE(why({{}, {}, {path}}, CardIsolation::kHamiCore), "") << path;
+  }
+  for (const char* path : {"/run//fracpack/mps/pipe", "/run/fracpack/mps/./pipe", "/dev/../dev/shm"}) {
+    EXPECT_NE(why({{}, {}, {path}}, CardIsolation::kMps), "") << path;
+  }
+  EXPECT_EQ(clean_mount_path("/a/b/../c/./d//"), "/a/c/d");
+  EXPECT_EQ(clean_mount_path("/../.."), "/");
+  EXPECT_EQ(clean_mount_path("relative/x"), "/relative/x");
 }
 
 }  // namespace

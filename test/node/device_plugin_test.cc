@@ -145,6 +145,29 @@ TEST_F(DevicePluginTest, AContainerThatSetsItsOwnMpsLimitIsRefused) {
   EXPECT_NE(admitted.message().find("lifts its own limit: env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), std::string::npos) << admitted.message();
 }
 
+// Found in review: a refusal made while building the answer (here the
+// limiter guard) came after the matcher had counted the container served,
+// so the next pod's Allocate continued the refused pod and got its second
+// container's cards.
+TEST_F(DevicePluginTest, APodRefusedWhileItsAnswerIsBuiltIsNotContinuedByTheNextPod) {
+  std::vector<GpuDevice> devices = state_.devices();
+  for (GpuDevice& d : devices) d.isolation = scheduling::CardIsolation::kMps;
+  state_.set_devices(devices);
+  WaitingPod greedy = waiting("greedy", {{GpuContainer{"first", false, 1, SpecSettings{{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}, {}, {}}},
+                                          {share(0, 1024, 100)}},
+                                         {GpuContainer{"second", false, 1, {}}, {share(1, 1024, 100)}}});
+  WaitingPod next = waiting("next", {{GpuContainer{"main", false, 1, {}}, {share(2, 1024, 100)}}});
+  next.arrival = greedy.arrival + 1;
+  state_.set_pods({greedy, next});
+  auto refused = kubelet_->admit("uid-greedy", {{"first", 1}, {"second", 1}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("lifts its own limit"), std::string::npos) << refused.message();
+  auto admitted = kubelet_->admit("uid-next", {{"main", 1}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  EXPECT_EQ((*admitted)[0].envs.at("FRACPACK_POD"), "default/next");
+  EXPECT_EQ((*admitted)[0].envs.at("NVIDIA_VISIBLE_DEVICES"), card(2).uuid) << "its own record's card, not greedy's second";
+}
+
 TEST_F(DevicePluginTest, ACardWhoseLimiterIsNotReadyIsUnhealthyToKubelet) {
   std::vector<GpuDevice> devices = state_.devices();
   for (GpuDevice& d : devices) d.isolation = scheduling::CardIsolation::kMps;

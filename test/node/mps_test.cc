@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -191,6 +192,25 @@ TEST_F(MpsDaemonTest, AControlDaemonLeftByAKilledSupervisorIsQuitFirst) {
   EXPECT_EQ(daemon.stats().starts.load(), 1u);
 }
 
+// Found in review: a supervisor killed (no clean stop) left its cards in
+// EXCLUSIVE_PROCESS; the next one took that for their mode of before and
+// "restored" it at its own stop.
+TEST_F(MpsDaemonTest, TheModesOfBeforeMpsAreRestoredAfterASupervisorThatWasKilled) {
+  cards("card;uuid=GPU-0;name=NVIDIA A100-SXM4-40GB;memory_mib=40960\n");
+  const auto o = options();
+  std::filesystem::create_directories(o.dir);
+  // What the killed one left: the card in EXCLUSIVE_PROCESS, its mode of before kept.
+  std::ofstream(modes_) << "GPU-0=3\n";
+  std::ofstream(o.dir + "/modes") << "GPU-0=0\n";
+  {
+    MpsDaemon daemon(o);
+    std::jthread run([&](std::stop_token st) { (void)daemon.run(st); });
+    ASSERT_TRUE(wait_status([](const MpsStatus& s) { return s.state == "ready"; }));
+  }
+  EXPECT_EQ(modes().at("GPU-0"), "0") << "DEFAULT, as before MPS";
+  EXPECT_FALSE(std::filesystem::exists(o.dir + "/modes")) << "kept only until a clean stop";
+}
+
 TEST_F(MpsDaemonTest, ACardWhoseModeCannotBeSetStopsItWithTheReason) {
   cards("card;uuid=GPU-0;name=NVIDIA A100-SXM4-40GB;memory_mib=40960\n"
         "card;uuid=GPU-1;name=NVIDIA A100-SXM4-40GB;memory_mib=40960;compute_mode=denied\n");
@@ -211,6 +231,27 @@ TEST_F(MpsDaemonTest, NoCardMpsCanServeIsAnError) {
   const Status s = daemon.run(never.get_token());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("no card MPS can serve"), std::string::npos) << s.message();
+}
+
+// The MPS server's shared memory is a tmpfs of its own (found in review:
+// it was a folder of the host's /run, the daemon's own /dev/shm another).
+TEST(MpsShm, ATmpfsOfTheGivenSizeIsMountedOnceAtTheShmFolder) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting needs root";
+  const auto dir = std::filesystem::temp_directory_path() / ("fracpack-mps-shm-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto first = prepare_mps_shm(dir.string(), int64_t{64} << 20);
+  ASSERT_TRUE(first.ok()) << first.message();
+  EXPECT_NE(first->find("tmpfs of 64 MiB mounted"), std::string::npos) << *first;
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::stringstream text;
+  text << mounts.rdbuf();
+  EXPECT_NE(text.str().find((dir / "shm").string() + " "), std::string::npos);
+  auto again = prepare_mps_shm(dir.string(), int64_t{64} << 20);
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_NE(again->find("there already"), std::string::npos) << *again;
+  EXPECT_EQ(std::filesystem::status(dir / "shm").permissions() & std::filesystem::perms::others_write, std::filesystem::perms::others_write);
+  ::umount((dir / "shm").c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MpsControlCommand, AClientWithoutADaemonFailsWithItsOutput) {

@@ -786,7 +786,8 @@ Status RealCluster::start_agent(bool offered) {
                                    "--log-format", "logfmt"};
   if (!agent_isolation_.empty()) argv.insert(argv.end(), {"--isolation", agent_isolation_});
   if (Status s = spawn("node-agent", argv,
-                       {"FAKE_NVML_CONFIG=" + dir_ + "/nvml.conf", "FAKE_NVML_EVENTS=" + dir_ + "/nvml.events"});
+                       {"FAKE_NVML_CONFIG=" + dir_ + "/nvml.conf", "FAKE_NVML_EVENTS=" + dir_ + "/nvml.events",
+                        "FAKE_NVML_COMPUTE_MODES=" + dir_ + "/compute-modes"});
       !s.ok()) {
     return s;
   }
@@ -919,7 +920,7 @@ void RealCluster::down() {
   if (procs_.count("kubelet") && procs_["kubelet"].pid > 0 && procs_["kube-apiserver"].pid > 0) {
     for (const char* ns : {"default", "team-b"}) delete_pods(ns);
   }
-  for (const char* name : {"node-agent", "kube-scheduler", "kube-scheduler-2", "fracpack", "fracpack-2", "kubelet"}) stop(name);
+  for (const char* name : {"node-agent", "mps-control-daemon", "kube-scheduler", "kube-scheduler-2", "fracpack", "fracpack-2", "kubelet"}) stop(name);
   if (!options_.node) {
     stop("kube-apiserver", false, 15s);
     stop("etcd");

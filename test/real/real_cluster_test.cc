@@ -311,8 +311,16 @@ TEST_F(Real, A2_ASharedContainerIsAnMpsClientHeldToItsShare) {
 // limiter's variables; whole cards are unaffected. Back under MPS, the
 // refused pod is placed.
 TEST_F(Real, A3_AShareWhoseOnlyCardsCannotEnforceItIsRefusedAtFilter) {
+  // The agent switched while the MPS daemon still holds the cards in
+  // EXCLUSIVE_PROCESS: it withdraws them (a second process would find them busy).
   cluster().set_agent_isolation("none");
   ASSERT_TRUE(cluster().restart_agent().ok());
+  ASSERT_TRUE(RealCluster::wait_for([] {
+    const std::string agent = cluster().component_log("node-agent");
+    return agent.find("EXCLUSIVE_PROCESS compute mode") != std::string::npos;
+  }, 30s)) << "the agent did not see the cards' compute mode";
+  // The daemon stopped cleanly: the modes of before, the cards usable again.
+  cluster().stop_mps_daemon();
   auto isolation_is = [](const std::string& want) {
     const json ledger = json::parse(cluster().fracpack_ledger(), nullptr, false);
     if (ledger.is_discarded()) return false;
@@ -338,6 +346,7 @@ TEST_F(Real, A3_AShareWhoseOnlyCardsCannotEnforceItIsRefusedAtFilter) {
   EXPECT_EQ(env.at("FRACPACK_GPU_ISOLATION"), "none");
   EXPECT_EQ(env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
   // MPS again: the refused share is placed.
+  ASSERT_TRUE(cluster().start_mps_daemon().ok());
   cluster().set_agent_isolation("");
   ASSERT_TRUE(cluster().restart_agent().ok());
   ASSERT_TRUE(RealCluster::wait_for([&] { return isolation_is("mps"); }, 60s)) << cluster().fracpack_ledger();
