@@ -522,6 +522,12 @@ Result<Config> parse_config_keys(std::string_view yaml, const std::string& sourc
     return Status::Ok();
   });
   err += gpushare.finish();
+
+  Section tke = contract.sub("tke");
+  err += tke.check_is_map();
+  k8s::TkeNames& t = c.contract.tke;
+  read_names(tke, {{"vcudaCore", &t.vcuda_core}, {"vcudaMemory", &t.vcuda_memory}});
+  err += tke.finish();
   err += contract.finish();
 
   Section agent = top.sub("nodeAgent");

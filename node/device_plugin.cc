@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -202,21 +203,25 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
     for (const auto& cr : req->container_requests()) {
       v1beta1::ContainerPreferredAllocationResponse* resp = out->add_container_responses();
       std::vector<std::string> picked(cr.must_include_deviceids().begin(), cr.must_include_deviceids().end());
-      std::set<const GpuDevice*> covered;
-      for (const std::string& id : picked) covered.insert(device_of_id(devices, id, options_.slots));
-      // One free ID on each card the record names, so kubelet's topology
-      // and its view of which card is busy match the placement.
+      std::map<const GpuDevice*, int> taken;
+      for (const std::string& id : picked) ++taken[device_of_id(devices, id, options_.slots)];
+      // The IDs asked spread evenly over the cards the record names (one a
+      // card for fracpack.io/gpu; the share's percent of its card for
+      // tke's vcuda-core), so kubelet's topology and its view of which card
+      // is busy match the placement.
       // kubelet asks right after the bind reached it: the pod watch may
       // still be a moment behind.
-      if (auto a = state_.peek(cr.allocation_size(), std::chrono::steady_clock::now() + std::min(options_.preferred_wait, options_.record_wait))) {
+      if (auto a = state_.peek(cr.allocation_size(), std::chrono::steady_clock::now() + std::min(options_.preferred_wait, options_.record_wait));
+          a && !a->cards.empty()) {
+        const int per_card = std::max(1, cr.allocation_size() / static_cast<int>(a->cards.size()));
         for (const scheduling::CardShare& share : a->cards) {
-          if (static_cast<int>(picked.size()) >= cr.allocation_size()) break;
           for (const std::string& id : cr.available_deviceids()) {
+            if (static_cast<int>(picked.size()) >= cr.allocation_size()) break;
             const GpuDevice* d = device_of_id(devices, id, options_.slots);
-            if (d != nullptr && d->index == share.index && covered.insert(d).second &&
+            if (d != nullptr && d->index == share.index && taken[d] < per_card &&
                 std::find(picked.begin(), picked.end(), id) == picked.end()) {
               picked.push_back(id);
-              break;
+              ++taken[d];
             }
           }
         }

@@ -54,15 +54,17 @@ namespace {
 // contract's request: a pod the contract cannot read must still take its
 // turn and be refused in it, or kubelet's call for it would be matched to
 // another pod's cards (test/server/tenant_attacks_test.cc).
-Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const std::string& resource) {
+Result<std::vector<GpuContainer>> gpu_containers(const k8s::Pod& pod, const k8s::Contract& contract) {
+  const std::string resource = contract.device_resource();
   std::vector<GpuContainer> out;
   auto add = [&](const k8s::Container& c, bool init) -> Status {
     if (!kubelet_allocates(c, resource)) return Status::Ok();
     bool named = false;
     auto count = k8s::extended_resource(c, resource, named);
     if (!count) return Error{"container " + c.name + ": " + count.message()};
-    if (*count < 1 || *count > static_cast<int64_t>(scheduling::Picks::kMax)) {
-      return Error{"container " + c.name + ": resources.limits[" + resource + "]: " + std::to_string(*count) + " is not a device count 1..64"};
+    // The contract's unit: one ID a card (fracpack.io/gpu), or percent of a card (tke).
+    if (auto cards = contract.cards_of_devices(*count); !cards) {
+      return Error{"container " + c.name + ": resources.limits[" + resource + "]: " + cards.message()};
     }
     // A sidecar runs beside the app containers (the contract counts it so).
     out.push_back(GpuContainer{c.name, init && !c.restart_always, static_cast<int>(*count), SpecSettings{c.env, c.env_from, c.mount_paths}});
@@ -111,15 +113,21 @@ Result<scheduling::Allocation> signed_record(const k8s::Pod& pod, const RecordRu
 // Each container's cards by the pod's record.
 Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const scheduling::Allocation& record,
                                                                        const std::vector<GpuContainer>& containers,
-                                                                       const std::string& resource, const std::string& annotation) {
+                                                                       const k8s::Contract& contract) {
+  const std::string resource = contract.device_resource();
+  const std::string annotation = contract.record_keys().front();
   const scheduling::Allocation* a = &record;
   std::vector<std::vector<scheduling::CardShare>> out;
   for (const GpuContainer& c : containers) {
     auto found = std::find_if(a->containers.begin(), a->containers.end(), [&](const auto& ca) { return ca.name == c.name; });
     if (found == a->containers.end()) return Error{"annotation " + annotation + " has no cards for container " + c.name};
-    if (static_cast<int>(found->cards.size()) != c.devices) {
+    // gpu_containers checked the count.
+    const auto asked = contract.cards_of_devices(c.devices);
+    const int cards = asked ? *asked : 0;
+    if (static_cast<int>(found->cards.size()) != cards) {
       return Error{"annotation " + annotation + " gives container " + c.name + " " + std::to_string(found->cards.size()) +
-                   " card(s), but it asks " + std::to_string(c.devices) + " " + resource};
+                   " card(s), but it asks " + std::to_string(c.devices) + " " + resource +
+                   (cards == c.devices ? std::string() : " (" + std::to_string(cards) + " card(s))")};
     }
     out.push_back(found->cards);
   }
@@ -139,7 +147,7 @@ WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std:
   w.key = pod.key();
   w.creation_timestamp = pod.meta.creation_timestamp;
   const k8s::Contract& contract = contract_of(rules);
-  auto containers = gpu_containers(pod, contract.device_resource());
+  auto containers = gpu_containers(pod, contract);
   if (!containers) {
     w.cards = containers.error();
     return w;
@@ -159,7 +167,7 @@ WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std:
     w.cards = record.error();
     return w;
   }
-  w.cards = recorded_cards(*record, w.containers, contract.device_resource(), contract.record_keys().front());
+  w.cards = recorded_cards(*record, w.containers, contract);
   if (w.cards) w.holding = scheduling::charges_of(*record);
   return w;
 }

@@ -21,11 +21,14 @@ std::string count(size_t n) { return std::to_string(n); }
 }  // namespace
 
 NodeAgent::NodeAgent(NodeAgentOptions options) : options_(std::move(options)) {
-  record_rules_.contract = std::make_shared<const k8s::FracpackContract>(options_.names);
+  record_rules_.contract = options_.contract ? options_.contract : std::make_shared<const k8s::FracpackContract>(options_.names);
   record_rules_.scheduler_names = options_.scheduler_names;
   record_rules_.trust = options_.trust;
   // The resource the plugin serves is the one the contract's pods ask devices with.
   options_.plugin.resource = record_rules_.contract->device_resource();
+  // A unit that fixes the IDs a card has (tke: percent, 100 a card) wins
+  // over --ids-per-card: kubelet asks as many IDs as the pod's value.
+  if (const int ids = record_rules_.contract->device_ids_per_card(); ids > 0) options_.plugin.slots = ids;
 }
 
 NodeAgent::~NodeAgent() { stop(); }
@@ -148,7 +151,7 @@ Status NodeAgent::start() {
     pthread_setname_np(pthread_self(), "publisher");
     publish_loop(st);
   });
-  log_info("node agent started", {{"node", o.node_name}, {"resource", o.names.gpu}, {"devices", count(state_.devices().size())},
+  log_info("node agent started", {{"node", o.node_name}, {"resource", o.plugin.resource}, {"devices", count(state_.devices().size())},
                                   {"ids_per_card", std::to_string(o.plugin.slots)}, {"plugin_dir", o.plugin.plugin_dir}});
   return serve_http();
 }

@@ -37,11 +37,15 @@ struct NodeAgentOptions {
   std::string node_name;
   k8s::ClientConfig client;
   k8s::ContractNames names;          // the fracpack contract's names (resource, annotations)
+  // The contract the pods were placed under: null is fracpack's with
+  // `names`; the tke profile's serves tencent.com/vcuda-core with the same
+  // record (k8s/contract/tke.h).
+  std::shared_ptr<const k8s::Contract> contract;
   // Pods of other schedulers are never served; records are served only
   // when fracpack's extender signed them (security:).
   std::vector<std::string> scheduler_names = {"fracpack"};
   k8s::RecordTrust trust;
-  node::DevicePluginOptions plugin;  // its resource is names.gpu
+  node::DevicePluginOptions plugin;  // its resource is the contract's device resource
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string sysfs = "/sys";
   std::string state_file;            // "" keeps no state (tests)

@@ -12,6 +12,8 @@
 //              the annotations its device plugin reads.
 //   gpushare   (k8s/contract/gpushare.h) Aliyun gpushare's aliyun.com/gpu-mem
 //              and the ALIYUN_COM_GPU_MEM_* annotations.
+//   tke        (k8s/contract/tke.h) GPUManager's tencent.com/vcuda-core and
+//              -memory, served by fracpack's node agent and record.
 //
 // k8s/contract/profiles.h builds one by name; a deployment serves one
 // profile and leaves nodes registered by another profile's node agent alone
@@ -78,6 +80,16 @@ class Contract {
   // aliyun.com/gpu-mem: one per GiB). kubelet calls Allocate only for
   // containers that name it with a count above 0.
   virtual std::string device_resource() const = 0;
+  // How many cards a container holds when kubelet allocates it `devices`
+  // IDs of device_resource(): one per card for fracpack.io/gpu; for tke's
+  // tencent.com/vcuda-core, percent of a card (30: one card, 200: two).
+  // An error says why the count names no cards (the caller adds the
+  // container and the field).
+  virtual Result<int> cards_of_devices(int64_t devices) const;
+  // The device IDs a card is advertised as, when the contract's unit fixes
+  // it (tke: 100, a card's percent); 0: the node agent's choice
+  // (--ids-per-card).
+  virtual int device_ids_per_card() const { return 0; }
   // kube-scheduler's IsInterested: does any container (app or init) name
   // one of the contract's resources?
   virtual bool requests_gpu(const Pod& pod) const = 0;

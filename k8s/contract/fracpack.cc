@@ -70,6 +70,45 @@ Result<int64_t> label_int(const Node& node, const std::string& label, int64_t mi
 
 }  // namespace
 
+Status read_placement_annotations(const Pod& pod, const ContractNames& n, const FracpackOptions& options, PodRequest& r) {
+  const std::string who = "pod " + pod.key();
+  if (const std::string* m = pod.meta.annotation(n.model)) {
+    r.allowed_models = split_list(*m, '|');
+    if (r.allowed_models.empty()) return Error{who + ": annotation " + n.model + " names no model"};
+  }
+  if (const std::string* u = pod.meta.annotation(n.uuid)) {
+    r.uuid_allow = split_list(*u, ',');
+    if (r.uuid_allow.empty()) return Error{who + ": annotation " + n.uuid + " names no card"};
+  }
+  if (const std::string* u = pod.meta.annotation(n.uuid_exclude)) {
+    r.uuid_exclude = split_list(*u, ',');
+    if (r.uuid_exclude.empty()) return Error{who + ": annotation " + n.uuid_exclude + " names no card"};
+  }
+  if (const std::string* numa = pod.meta.annotation(n.numa)) {
+    const std::string v = trim(*numa);
+    if (v == "single") {
+      r.numa_single = true;
+    } else if (v != "any") {
+      return Error{who + ": annotation " + n.numa + ": " + in_quotes(*numa) + " is not one of single, any"};
+    }
+  }
+  // A share of a card's compute must be enforced where the cluster refuses
+  // unenforced shares, unless the pod accepts one (README "Isolation").
+  bool accepts_unenforced = options.unenforced_shares != UnenforcedShares::kRefuse;
+  if (const std::string* iso = pod.meta.annotation(n.isolation)) {
+    if (trim(*iso) != "none") {
+      return Error{who + ": annotation " + n.isolation + ": " + in_quotes(*iso) +
+                   " is not none (the one value: the pod accepts a share its card cannot enforce)"};
+    }
+    accepts_unenforced = true;
+  }
+  if (!accepts_unenforced) {
+    for (ContainerRequest& c : r.containers) c.needs_enforcement = c.cores < scheduling::kCardMilli;
+    r.unenforced_opt_in = "annotation " + n.isolation + ": none";
+  }
+  return Status::Ok();
+}
+
 const char* unenforced_shares_name(UnenforcedShares u) { return u == UnenforcedShares::kRefuse ? "refuse" : "allow"; }
 
 FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign, FracpackOptions options)
@@ -117,40 +156,7 @@ Result<PodRequest> FracpackContract::pod_request(const Pod& pod) const {
     return Error{who + ": asks for " + std::to_string(total_cards) + " card shares in all; the maximum is 64"};
   }
 
-  if (const std::string* m = pod.meta.annotation(n.model)) {
-    r.allowed_models = split_list(*m, '|');
-    if (r.allowed_models.empty()) return Error{who + ": annotation " + n.model + " names no model"};
-  }
-  if (const std::string* u = pod.meta.annotation(n.uuid)) {
-    r.uuid_allow = split_list(*u, ',');
-    if (r.uuid_allow.empty()) return Error{who + ": annotation " + n.uuid + " names no card"};
-  }
-  if (const std::string* u = pod.meta.annotation(n.uuid_exclude)) {
-    r.uuid_exclude = split_list(*u, ',');
-    if (r.uuid_exclude.empty()) return Error{who + ": annotation " + n.uuid_exclude + " names no card"};
-  }
-  if (const std::string* numa = pod.meta.annotation(n.numa)) {
-    const std::string v = trim(*numa);
-    if (v == "single") {
-      r.numa_single = true;
-    } else if (v != "any") {
-      return Error{who + ": annotation " + n.numa + ": " + in_quotes(*numa) + " is not one of single, any"};
-    }
-  }
-  // A share of a card's compute must be enforced where the cluster refuses
-  // unenforced shares, unless the pod accepts one (README "Isolation").
-  bool accepts_unenforced = options_.unenforced_shares != UnenforcedShares::kRefuse;
-  if (const std::string* iso = pod.meta.annotation(n.isolation)) {
-    if (trim(*iso) != "none") {
-      return Error{who + ": annotation " + n.isolation + ": " + in_quotes(*iso) +
-                   " is not none (the one value: the pod accepts a share its card cannot enforce)"};
-    }
-    accepts_unenforced = true;
-  }
-  if (!accepts_unenforced) {
-    for (ContainerRequest& c : r.containers) c.needs_enforcement = c.cores < scheduling::kCardMilli;
-    r.unenforced_opt_in = "annotation " + n.isolation + ": none";
-  }
+  if (Status s = read_placement_annotations(pod, n, options_, r); !s.ok()) return Error{s.message()};
   return r;
 }
 

@@ -105,6 +105,13 @@ class FracpackContract : public ProfileContract<ContractNames, FracpackOptions> 
   }
 };
 
+// The pod annotations of the fracpack contract that steer placement
+// (models, UUIDs, NUMA, fracpack.io/isolation), read into `request` whose
+// containers are already set. Shared with the tke profile, whose pods are
+// served by fracpack's node agent under the same rules.
+Status read_placement_annotations(const Pod& pod, const ContractNames& names, const FracpackOptions& options,
+                                  scheduling::PodRequest& request);
+
 // The records' codec (the device plugin side reads the same).
 // fracpack.io/allocation:
 std::string format_allocation(const scheduling::Allocation& allocation);

@@ -6,8 +6,16 @@ namespace {
 
 // How each profile's node agent marks a node it registered, and what its pods ask with.
 std::vector<ForeignProfile> marks(const ContractConfig& c) {
+  // The tke profile's agent is fracpack's and publishes the same devices
+  // annotation: there, fracpack's agent is told by the resource it registers.
+  std::vector<std::string> fracpack_annotations;
+  if (c.profile != "tke") fracpack_annotations.push_back(c.fracpack.devices);
   return {
-      ForeignProfile{"fracpack", {c.fracpack.devices}, {}, c.fracpack.gpu_resources()},
+      // First: a node that fracpack's agent serves with the tke profile
+      // carries fracpack's devices annotation too, and is the tke
+      // profile's. GPUManager's device plugin registers vcuda-core as well.
+      ForeignProfile{"tke", {}, {c.tke.vcuda_core}, c.tke.gpu_resources()},
+      ForeignProfile{"fracpack", std::move(fracpack_annotations), {c.fracpack.gpu}, c.fracpack.gpu_resources()},
       ForeignProfile{"hami", {c.hami.register_devices}, {}, c.hami.gpu_resources()},
       ForeignProfile{"gpushare", {}, {c.gpushare.gpu_memory}, {c.gpushare.gpu_memory}},
   };
@@ -24,7 +32,7 @@ ForeignProfiles others_of(const ContractConfig& c) {
 }  // namespace
 
 const std::vector<std::string>& profile_names() {
-  static const std::vector<std::string> names = {"fracpack", "hami", "gpushare"};
+  static const std::vector<std::string> names = {"fracpack", "hami", "gpushare", "tke"};
   return names;
 }
 
@@ -38,6 +46,11 @@ Result<std::shared_ptr<const Contract>> make_contract(const ContractConfig& c) {
   }
   if (c.profile == "gpushare") {
     return std::shared_ptr<const Contract>(std::make_shared<GpushareContract>(c.gpushare, c.gpushare_options, others_of(c)));
+  }
+  if (c.profile == "tke") {
+    TkeNames names = c.tke;
+    names.fracpack = c.fracpack;  // the node side and the record are fracpack's, with the configured names
+    return std::shared_ptr<const Contract>(std::make_shared<TkeContract>(std::move(names), others_of(c), c.fracpack_options));
   }
   std::string known;
   for (const auto& n : profile_names()) known += (known.empty() ? "" : ", ") + n;

@@ -1,5 +1,5 @@
 // Profiles: which contract a deployment speaks, by name ("fracpack",
-// "hami", "gpushare"), with its names and options from the configuration.
+// "hami", "gpushare", "tke"), with its names and options from the configuration.
 // Each profile's contract knows the others' marks (k8s/contract/foreign.h):
 // nodes registered by another profile's node agent are left alone.
 #pragma once
@@ -13,6 +13,7 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/gpushare.h"
 #include "k8s/contract/hami.h"
+#include "k8s/contract/tke.h"
 #include "common/result.h"
 
 namespace fracpack::k8s {
@@ -28,6 +29,9 @@ struct ContractConfig {
   std::chrono::milliseconds hami_node_lock_expire{std::chrono::minutes(5)};
   GpushareNames gpushare;
   GpushareOptions gpushare_options;
+  // tencent.com/vcuda-*; its node side and record take the fracpack names
+  // above and fracpack_options.
+  TkeNames tke;
   bool operator==(const ContractConfig&) const = default;
 };
 

@@ -104,9 +104,12 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   if (auto v = args->get("log-level")) c.log.level = *v;
   if (auto v = args->get("log-format")) c.log.format = *v;
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
-  if (c.contract.profile != "fracpack") {
-    return fail("contract.profile is " + c.contract.profile + ": the node agent carries out the fracpack contract only (with the " +
+  if (c.contract.profile != "fracpack" && c.contract.profile != "tke") {
+    return fail("contract.profile is " + c.contract.profile + ": the node agent carries out the fracpack and tke contracts only (with the " +
                 c.contract.profile + " profile, the peer's own device plugin runs on the nodes)");
+  }
+  if (c.contract.profile == "tke" && args->has("ids-per-card")) {
+    return usage_error("--ids-per-card: the tke profile advertises 100 IDs a card (tencent.com/vcuda-core is percent of a card)");
   }
   if (a.node_name.empty()) return fail("no node name: give --node-name or set NODE_NAME (the DaemonSet passes spec.nodeName)");
   auto keys = server::load_record_keys(c.security, server::RecordRole::kNodeAgent);
@@ -129,6 +132,11 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   o.node_name = a.node_name;
   o.client = *client;
   o.names = c.contract.fracpack;
+  if (c.contract.profile != "fracpack") {
+    auto contract = k8s::make_contract(c.contract);
+    if (!contract) return fail(contract.message());
+    o.contract = *contract;
+  }
   o.scheduler_names = c.scheduler_names;
   o.trust = keys->trust;
   o.plugin.plugin_dir = a.device_plugin_dir;

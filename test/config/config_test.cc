@@ -169,7 +169,7 @@ TEST(CheckConfig, FlagsOverrideTheFileAndAreValidatedToo) {
   std::remove(path.c_str());
 }
 
-TEST(CheckConfig, TheNodeAgentTakesItsNodeFromTheFlagThenTheEnvironmentAndSpeaksFracpackOnly) {
+TEST(CheckConfig, TheNodeAgentTakesItsNodeFromTheFlagThenTheEnvironmentAndSpeaksFracpackOrTke) {
   const std::string path = ::testing::TempDir() + "fracpack-agent.yaml";
   std::ofstream(path) << "nodeAgent:\n  idsPerCard: 8\nsecurity:\n  verifyKeys: [\"" << testing::test_verify_key_path() << "\"]\n";
   auto nameless = run_fracpack({"node-agent", "--config", path, "--check-config"});
@@ -187,7 +187,13 @@ TEST(CheckConfig, TheNodeAgentTakesItsNodeFromTheFlagThenTheEnvironmentAndSpeaks
   std::ofstream(path) << "contract:\n  profile: hami\n";
   auto hami = run_fracpack({"node-agent", "--config", path, "--node-name", "gpu-1", "--check-config"});
   EXPECT_EQ(hami.exit_code, 1);
-  EXPECT_NE(hami.err.find("the node agent carries out the fracpack contract only"), std::string::npos) << hami.err;
+  EXPECT_NE(hami.err.find("the node agent carries out the fracpack and tke contracts only"), std::string::npos) << hami.err;
+  // GPUManager's pods are served by fracpack's agent, whose IDs are then percent of a card.
+  std::ofstream(path) << "contract:\n  profile: tke\nsecurity:\n  verifyKeys: [\"" << testing::test_verify_key_path() << "\"]\n";
+  EXPECT_EQ(run_fracpack({"node-agent", "--config", path, "--node-name", "gpu-1", "--check-config"}).exit_code, 0);
+  auto tke_ids = run_fracpack({"node-agent", "--config", path, "--node-name", "gpu-1", "--ids-per-card", "8", "--check-config"});
+  EXPECT_EQ(tke_ids.exit_code, 2);
+  EXPECT_NE(tke_ids.err.find("--ids-per-card: the tke profile advertises 100 IDs a card"), std::string::npos) << tke_ids.err;
   std::remove(path.c_str());
 }
 

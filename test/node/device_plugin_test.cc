@@ -117,6 +117,21 @@ TEST_F(DevicePluginTest, AllocateAnswersTheRecordsCardsAndShares) {
   EXPECT_EQ(plugin_->stats().allocations.load(), 1u);
 }
 
+// tke's tencent.com/vcuda-core (k8s/contract/tke.h): a container asks as
+// many IDs as its percent of one card (here 3 of a card's 4 IDs); all of
+// them are steered onto the recorded card, so kubelet's view of which card
+// is busy matches the placement.
+TEST_F(DevicePluginTest, IdsThatCountPercentOfACardAllGoOnTheRecordedCard) {
+  state_.set_pods({waiting("infer", {{GpuContainer{"main", false, 3, {}}, {share(2, 2048, 300)}}})});
+  auto admitted = kubelet_->admit("uid-infer", {{"main", 3}});
+  ASSERT_TRUE(admitted.ok()) << admitted.message();
+  const auto& a = (*admitted)[0];
+  EXPECT_EQ(a.envs.at("NVIDIA_VISIBLE_DEVICES"), card(2).uuid);
+  EXPECT_EQ(a.envs.at("FRACPACK_GPU_CORES_PERCENT"), "30");
+  ASSERT_EQ(a.device_ids.size(), 3u);
+  for (const std::string& id : a.device_ids) EXPECT_EQ(id.rfind(card(2).uuid + "-", 0), 0u) << id;
+}
+
 // What the answer carries per isolation (node/isolation.h has the details).
 TEST_F(DevicePluginTest, OnMpsCardsTheAnswerMakesTheContainerAnMpsClientWithItsLimits) {
   std::vector<GpuDevice> devices = state_.devices();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s/contract/profiles.h"
 #include "test/support/record_keys.h"
 
 namespace fracpack::node::records_test {
@@ -74,6 +75,45 @@ TEST(NodeRecords, ARecordThatCannotServeSaysWhy) {
   odd.containers[1].limits[0].second = "1.5";
   // Kubernetes' rule for an extended resource (the contract's too): a whole count.
   EXPECT_EQ(why(odd), "container main: resources.limits[fracpack.io/gpu]: \"1.5\" is not a valid quantity: must be an integer");
+}
+
+// The tke profile (k8s/contract/tke.h): kubelet asks as many
+// tencent.com/vcuda-core IDs as the container's percent of a card, and the
+// record is fracpack's.
+TEST(NodeRecords, ATkePodsVcudaCoreCountMatchesItsRecordedCards) {
+  RecordRules rules = plain_rules();
+  k8s::ContractConfig config;
+  config.profile = "tke";
+  rules.contract = *k8s::make_contract(config);
+  k8s::Pod p = bound_pod(
+      R"({"node":"n1","containers":[{"name":"main","cards":[{"index":1,"uuid":"GPU-b","memoryMiB":2048,"cores":30}]},)"
+      R"({"name":"train","cards":[{"index":2,"uuid":"GPU-c","memoryMiB":0,"cores":100},{"index":3,"uuid":"GPU-d","memoryMiB":0,"cores":100}]}]})");
+  p.init_containers.clear();
+  p.containers[1].limits = {{"tencent.com/vcuda-core", "30"}, {"tencent.com/vcuda-memory", "8"}};
+  k8s::Container train;
+  train.name = "train";
+  train.limits = {{"tencent.com/vcuda-core", "200"}};
+  p.containers.push_back(train);
+  WaitingPod w = waiting_pod(p, rules, "n1");
+  ASSERT_TRUE(w.cards.ok()) << w.cards.message();
+  ASSERT_EQ(w.containers.size(), 2u);
+  EXPECT_EQ(w.containers[0].devices, 30);   // the IDs kubelet asks: the matcher's key
+  EXPECT_EQ(w.containers[1].devices, 200);
+  EXPECT_EQ((*w.cards)[0][0].cores, 300);  // 30 % of card 1
+  EXPECT_EQ((*w.cards)[1].size(), 2u);
+  // A record with one card for 200 % is refused, naming both counts.
+  p.meta.annotations = {{"fracpack.io/allocation",
+                         R"({"node":"n1","containers":[{"name":"main","cards":[{"index":1,"memoryMiB":2048,"cores":30}]},)"
+                         R"({"name":"train","cards":[{"index":2,"memoryMiB":0,"cores":100}]}]})"}};
+  w = waiting_pod(p, rules, "n1");
+  ASSERT_FALSE(w.cards.ok());
+  EXPECT_EQ(w.cards.message(), "annotation fracpack.io/allocation gives container train 1 card(s), but it asks 200 tencent.com/vcuda-core (2 card(s))");
+  // GPUManager refuses 150 too: whole cards are hundreds.
+  p.containers[2].limits = {{"tencent.com/vcuda-core", "150"}};
+  w = waiting_pod(p, rules, "n1");
+  ASSERT_FALSE(w.cards.ok());
+  EXPECT_EQ(w.cards.message().rfind("container train: resources.limits[tencent.com/vcuda-core]: 150 is not a share of one card", 0), 0u)
+      << w.cards.message();
 }
 
 // One rule for which containers ask for cards: the contract's (the

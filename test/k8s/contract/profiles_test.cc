@@ -11,7 +11,7 @@ namespace fracpack::k8s::profiles_test {
 namespace {
 
 TEST(Profiles, EveryKnownNameMakesItsContract) {
-  EXPECT_EQ(profile_names(), (std::vector<std::string>{"fracpack", "hami", "gpushare"}));
+  EXPECT_EQ(profile_names(), (std::vector<std::string>{"fracpack", "hami", "gpushare", "tke"}));
   for (const std::string& name : profile_names()) {
     ContractConfig c;
     c.profile = name;
@@ -26,7 +26,7 @@ TEST(Profiles, AnUnknownNameListsTheKnownOnes) {
   c.profile = "nvidia";
   auto contract = make_contract(c);
   ASSERT_FALSE(contract);
-  EXPECT_EQ(contract.message(), "unknown profile \"nvidia\" (known: fracpack, hami, gpushare)");
+  EXPECT_EQ(contract.message(), "unknown profile \"nvidia\" (known: fracpack, hami, gpushare, tke)");
 }
 
 TEST(Profiles, ContractsUseTheConfiguredNames) {
@@ -48,11 +48,17 @@ TEST(Profiles, EachContractExcludesTheOtherProfilesNodes) {
   Node fracpack_node;
   fracpack_node.meta.name = "n-fracpack";
   fracpack_node.meta.annotations = {{"fracpack.io/gpu-devices", "x"}};
-  fracpack_node.allocatable = {{"cpu", "8"}, {"memory", "32Gi"}};
+  fracpack_node.allocatable = {{"cpu", "8"}, {"memory", "32Gi"}, {"fracpack.io/gpu", "64"}};
   Node gpushare_node;
   gpushare_node.meta.name = "n-gpushare";
   gpushare_node.allocatable = {{"cpu", "8"}, {"memory", "32Gi"}, {"aliyun.com/gpu-mem", "32"}};
-  const std::map<std::string, const Node*> owned = {{"hami", &hami_node}, {"fracpack", &fracpack_node}, {"gpushare", &gpushare_node}};
+  // fracpack's agent run with the tke profile: fracpack's annotation, GPUManager's resource.
+  Node tke_node;
+  tke_node.meta.name = "n-tke";
+  tke_node.meta.annotations = {{"fracpack.io/gpu-devices", "x"}};
+  tke_node.allocatable = {{"cpu", "8"}, {"memory", "32Gi"}, {"tencent.com/vcuda-core", "200"}};
+  const std::map<std::string, const Node*> owned = {
+      {"hami", &hami_node}, {"fracpack", &fracpack_node}, {"gpushare", &gpushare_node}, {"tke", &tke_node}};
   for (const std::string& serving : profile_names()) {
     ContractConfig c;
     c.profile = serving;
