@@ -125,10 +125,7 @@ Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const sch
   return out;
 }
 
-bool ours(const k8s::Pod& pod, const RecordRules& rules) {
-  const auto& names = rules.scheduler_names;
-  return names.empty() || std::find(names.begin(), names.end(), pod.scheduler_name) != names.end();
-}
+bool ours(const k8s::Pod& pod, const RecordRules& rules) { return k8s::placed_by_fracpack(pod.scheduler_name, rules.scheduler_names); }
 
 }  // namespace
 

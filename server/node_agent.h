@@ -24,6 +24,7 @@
 #include "k8s/api_client.h"
 #include "k8s/contract/fracpack.h"
 #include "k8s/informer.h"
+#include "k8s/scheduler_names.h"
 #include "node/device_plugin.h"
 #include "node/devices_and_pods.h"
 #include "node/nvml.h"
@@ -39,7 +40,7 @@ struct NodeAgentOptions {
   k8s::ContractNames names;          // the fracpack contract's names (resource, annotations)
   // Pods of other schedulers are never served; records are served only
   // when fracpack's extender signed them (security:).
-  std::vector<std::string> scheduler_names = {"fracpack"};
+  std::vector<std::string> scheduler_names = k8s::default_scheduler_names();
   k8s::RecordTrust trust;
   node::DevicePluginOptions plugin;  // its resource is names.gpu
   std::string nvml_library = "libnvidia-ml.so.1";
