@@ -73,6 +73,9 @@ struct GpuContainer {
   std::string name;
   bool init = false;
   int devices = 0;  // resources.limits[<resource>]: how many IDs kubelet allocates
+  // Each of its cards must hold no other share (the contract's request:
+  // HAMi's 100 % cores), as the extender placed it.
+  bool alone = false;
 };
 
 // A pod bound to this node that has not started yet.
@@ -113,6 +116,7 @@ struct Assignment {
   std::string pod_key;
   std::string container;
   std::vector<scheduling::CardShare> cards;
+  bool alone = false;  // GpuContainer::alone
 };
 
 class AllocationMatcher {

@@ -21,6 +21,8 @@ NodeAgent::NodeAgent(NodeAgentOptions options) : options_(std::move(options)) {
   record_rules_.trust = options_.trust;
   // The resource the plugin serves is the one the contract's pods ask devices with.
   options_.plugin.resource = record_rules_.contract->device_resource();
+  // A card serves as many containers as it has device IDs (its maxSharers).
+  state_.set_card_slots(options_.plugin.slots);
 }
 
 NodeAgent::~NodeAgent() { stop(); }
