@@ -12,6 +12,7 @@
 
 #include "k8s/contract/profiles.h"
 #include "scheduling/model.h"
+#include "k8s/scheduler_names.h"
 #include "common/result.h"
 
 namespace fracpack::config {
@@ -158,7 +159,7 @@ struct Config {
   LogConfig log;
   // The schedulerName(s) of the pods fracpack places: it binds, and its node
   // agent serves, no other pod.
-  std::vector<std::string> scheduler_names = {"fracpack"};
+  std::vector<std::string> scheduler_names = k8s::default_scheduler_names();
   k8s::ContractConfig contract;  // "contract:" in the file: the profile, its names and options
   NodeAgentConfig node_agent;    // "nodeAgent:"
   SecurityConfig security;

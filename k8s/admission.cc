@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "k8s/scheduler_names.h"
+
 namespace fracpack::k8s {
 namespace {
 
@@ -173,14 +175,17 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
         const Tree* spec = member(obj, "spec");
         const std::string node = spec != nullptr ? text(*spec, "nodeName") : "";
         std::string scheduler = spec != nullptr ? text(*spec, "schedulerName") : "";
+        // (An empty list places no pod: the configuration refuses one.)
+        const std::string suggested_scheduler =
+            policy.scheduler_names.empty() ? std::string(kDefaultSchedulerName) : policy.scheduler_names.front();
         if (!node.empty()) {
           refuse(who + ": spec.nodeName is set (" + node + ") on a pod asking " + r +
                  ": GPU shares are placed by fracpack's scheduler, which chooses the cards; remove spec.nodeName and set spec.schedulerName: " +
-                 (policy.scheduler_names.empty() ? std::string("fracpack") : policy.scheduler_names.front()));
-        } else if (!contains(policy.scheduler_names, scheduler)) {
+                 suggested_scheduler);
+        } else if (!placed_by_fracpack(scheduler, policy.scheduler_names)) {
           refuse(who + ": spec.schedulerName is \"" + (scheduler.empty() ? std::string("default-scheduler") : scheduler) + "\" on a pod asking " +
                  r + ": only fracpack's scheduler (" + joined(policy.scheduler_names) + ") places GPU shares; set spec.schedulerName: " +
-                 (policy.scheduler_names.empty() ? std::string("fracpack") : policy.scheduler_names.front()));
+                 suggested_scheduler);
         } else if (const std::string why = policy.guard_limits ? limiter_overridden(obj, policy) : std::string(); !why.empty()) {
           refuse(who + ": " + why + " (README, Isolation: a share is a limit)");
         }

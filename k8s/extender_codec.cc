@@ -72,73 +72,6 @@ Status decode_pod_value(od::value v, std::string_view path, const Selection& sel
   return Status::Ok();
 }
 
-// JSON string escapes (the text between the quotes); false if malformed.
-bool unescape_json(std::string_view in, std::string& out) {
-  out.clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c != '\\') {
-      out.push_back(c);
-      continue;
-    }
-    if (++i >= in.size()) return false;
-    switch (in[i]) {
-      case '"': out.push_back('"'); break;
-      case '\\': out.push_back('\\'); break;
-      case '/': out.push_back('/'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
-      case 'u': {
-        auto hex4 = [&](size_t at, uint32_t& v) {
-          if (at + 4 > in.size()) return false;
-          v = 0;
-          for (size_t k = at; k < at + 4; ++k) {
-            const char h = in[k];
-            v <<= 4;
-            if (h >= '0' && h <= '9') v |= static_cast<uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f') v |= static_cast<uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') v |= static_cast<uint32_t>(h - 'A' + 10);
-            else return false;
-          }
-          return true;
-        };
-        uint32_t cp = 0;
-        if (!hex4(i + 1, cp)) return false;
-        i += 4;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          uint32_t lo = 0;
-          if (i + 2 >= in.size() || in[i + 1] != '\\' || in[i + 2] != 'u' || !hex4(i + 3, lo) || lo < 0xDC00 || lo > 0xDFFF) return false;
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          i += 6;
-        }
-        if (cp < 0x80) {
-          out.push_back(static_cast<char>(cp));
-        } else if (cp < 0x800) {
-          out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-          out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        } else if (cp < 0x10000) {
-          out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-          out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-          out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        } else {
-          out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-          out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-          out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-          out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        }
-        break;
-      }
-      default:
-        return false;
-    }
-  }
-  return true;
-}
-
-
 // A known list the parsers see emptied, and where it is in the body.
 struct Blanked {
   const std::shared_ptr<const KnownNodeNames>& list;  // null: none
@@ -218,7 +151,7 @@ Status decode_name_list(od::value v, std::string_view path, ExtenderArgs& args, 
     }
     any_escaped = true;
     std::string decoded;
-    if (!unescape_json(text, decoded)) return json::type_error(where(), "a valid JSON string");
+    if (!unescape_json_string(text, decoded)) return json::type_error(where(), "a valid JSON string");
     if (Status cs = check_name(decoded, where()); !cs.ok()) return cs;
     names.push_back(args.storage.emplace_back(std::move(decoded)));
     return Status::Ok();
@@ -379,7 +312,7 @@ size_t for_each_member(std::string_view t, size_t i, std::string& scratch, Fn fn
     const size_t key_end = string_end(t, i, escaped);
     std::string_view key = t.substr(i + 1, key_end - i - 2);
     if (escaped) {
-      unescape_json(key, scratch);  // (checked JSON: it unescapes)
+      unescape_json_string(key, scratch);  // (checked JSON: it unescapes)
       key = scratch;
     }
     i = skip_space(t, skip_space(t, key_end) + 1);  // past the ':'
@@ -425,7 +358,7 @@ Status scan_node(std::string_view body, size_t at, Where where, std::deque<std::
   if (!st.ok()) return st;
   if (name_escaped) {
     std::string decoded;
-    unescape_json(name, decoded);
+    unescape_json_string(name, decoded);
     name = storage.emplace_back(std::move(decoded));
   }
   out.name = name;
@@ -444,7 +377,7 @@ Status found_node(std::string_view body, const WatchedElement& found, Where wher
     name = body.substr(found.field_begin + 1, found.field_end - found.field_begin - 2);
     if (found.field_escaped) {
       std::string decoded;
-      unescape_json(name, decoded);
+      unescape_json_string(name, decoded);
       name = storage.emplace_back(std::move(decoded));
     }
   }

@@ -198,7 +198,7 @@ Result<Assignment> AllocationMatcher::peek(int devices) const {
   auto found = find(devices, nullptr);
   if (!found) return found.error();
   const auto [pod, index] = *found;
-  return Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index], pod->containers[index].spec};
+  return Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index], pod->containers[index].spec, pod->containers[index].alone};
 }
 
 Result<Assignment> AllocationMatcher::allocate(int devices) {
@@ -212,7 +212,7 @@ Result<Assignment> AllocationMatcher::allocate(int devices) {
     return found.error();
   }
   const auto [pod, index] = *found;
-  Result<Assignment> a = Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index], pod->containers[index].spec};
+  Result<Assignment> a = Assignment{pod->uid, pod->key, pod->containers[index].name, (*pod->cards)[index], pod->containers[index].spec, pod->containers[index].alone};
   served_[a->pod_uid] += 1;
   last_uid_ = a->pod_uid;
   for (const WaitingPod& p : pods_) {

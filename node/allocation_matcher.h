@@ -83,6 +83,9 @@ struct GpuContainer {
   bool init = false;
   int devices = 0;  // resources.limits[<resource>]: how many IDs kubelet allocates
   SpecSettings spec;
+  // Each of its cards must hold no other share (the contract's request:
+  // HAMi's 100 % cores), as the extender placed it.
+  bool alone = false;
 };
 
 // A pod bound to this node that has not started yet.
@@ -124,6 +127,7 @@ struct Assignment {
   std::string container;
   std::vector<scheduling::CardShare> cards;
   SpecSettings spec;  // the container's own settings
+  bool alone = false;  // GpuContainer::alone
 };
 
 class AllocationMatcher {

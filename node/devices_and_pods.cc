@@ -1,8 +1,10 @@
 #include "node/devices_and_pods.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "k8s/contract/fracpack.h"
+#include "scheduling/fit.h"
 
 namespace fracpack::node {
 
@@ -175,25 +177,38 @@ void DevicesAndPods::refuse_served(const std::string& uid, const std::string& re
   persist_locked();
 }
 
+void DevicesAndPods::set_card_slots(int slots) {
+  std::lock_guard lock(mu_);
+  card_slots_ = slots;
+}
+
 Status DevicesAndPods::within_capacity(const Assignment& a) const {
   const std::map<int, scheduling::CardCharge> others = matcher_.held_by_others(a.pod_uid);
   for (const scheduling::CardShare& share : a.cards) {
     auto o = others.find(share.index);
-    if (o == others.end()) continue;
+    if (o == others.end()) continue;  // guarding against other pods: a card no other holds is the extender's choice
     auto d = std::find_if(devices_.begin(), devices_.end(), [&](const GpuDevice& x) { return x.index == share.index; });
-    const int64_t capacity = d == devices_.end() ? 0 : d->memory_mib;
     const std::string card = "card " + std::to_string(share.index) + (d == devices_.end() ? "" : " (" + d->uuid + ")");
-    // The extender's own rule (scheduling::share_fits): a card whose
-    // compute is all held takes nothing more; compute and memory add up.
-    const int cores = share.cores;
-    const int64_t memory = share.memory_mib;
-    if (o->second.cores >= scheduling::kCardMilli || o->second.cores + cores > scheduling::kCardMilli ||
-        (capacity > 0 && o->second.memory_mib + memory > capacity)) {
+    // The extender's own rule (scheduling::share_within_capacity), on the
+    // card as the agent publishes it: its memory (unknown for a card the
+    // agent does not have: only compute and sharers are judged then) and
+    // its device IDs as maxSharers.
+    scheduling::Card published;
+    published.memory_mib = d == devices_.end() ? std::numeric_limits<int64_t>::max() / 2 : d->memory_mib;
+    published.max_sharers = card_slots_;
+    scheduling::ContainerRequest asks;
+    asks.memory_mib = share.memory_mib;
+    asks.cores = share.cores;
+    asks.alone = a.alone;
+    const scheduling::CardUse held{o->second.memory_mib, o->second.cores, o->second.shares};
+    if (!scheduling::share_within_capacity(asks, published, held)) {
       // The other pods may be other teams': the message names none.
       return Error{"pod " + a.pod_key + " container " + a.container + ": " + card +
-                   " is already held by other pods on this node (" + k8s::cores_text(o->second.cores) + "% compute, " +
-                   std::to_string(o->second.memory_mib) + " MiB); this container's record asks " + k8s::cores_text(cores) +
-                   "% and " + std::to_string(memory) + " MiB: refused rather than put two pods past the card"};
+                   " is already held by other pods on this node (" + k8s::cores_text(held.cores) + "% compute, " +
+                   std::to_string(held.memory_mib) + " MiB), in " + std::to_string(held.sharers) + " container share(s)" +
+                   (card_slots_ > 0 ? " of at most " + std::to_string(card_slots_) : std::string()) +
+                   "; this container's record asks " + k8s::cores_text(asks.cores) + "% and " + std::to_string(asks.memory_mib) +
+                   " MiB" + (asks.alone ? ", alone on the card" : "") + ": refused rather than put two pods past the card"};
     }
   }
   return Status::Ok();

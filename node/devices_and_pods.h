@@ -37,6 +37,9 @@ class DevicesAndPods {
   // say so: the extender places nothing on them while it has not). A change
   // counts as a device change (the publisher and ListAndWatch wake).
   void set_registered(bool registered);
+  // How many containers a card serves at once: the device IDs the plugin
+  // lists per card, published as the card's maxSharers (0: no limit).
+  void set_card_slots(int slots);
   bool registered() const;
   // The device list's version: it grows with every change.
   uint64_t devices_version() const;
@@ -101,6 +104,7 @@ class DevicesAndPods {
   mutable std::condition_variable changed_;
   std::vector<GpuDevice> devices_;
   bool registered_ = false;
+  int card_slots_ = 0;
   uint64_t devices_version_ = 0;
   uint64_t pods_version_ = 0;
   AllocationMatcher matcher_;

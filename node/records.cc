@@ -134,10 +134,7 @@ Result<std::vector<std::vector<scheduling::CardShare>>> recorded_cards(const sch
   return out;
 }
 
-bool ours(const k8s::Pod& pod, const RecordRules& rules) {
-  const auto& names = rules.scheduler_names;
-  return names.empty() || std::find(names.begin(), names.end(), pod.scheduler_name) != names.end();
-}
+bool ours(const k8s::Pod& pod, const RecordRules& rules) { return k8s::placed_by_fracpack(pod.scheduler_name, rules.scheduler_names); }
 
 }  // namespace
 
@@ -154,9 +151,17 @@ WaitingPod waiting_pod(const k8s::Pod& pod, const RecordRules& rules, const std:
   }
   w.containers = std::move(*containers);
   // The extender's reading of the pod: one it cannot read it never placed.
-  if (auto request = contract.pod_request(pod); !request) {
+  auto request = contract.pod_request(pod);
+  if (!request) {
     w.cards = request.error();
     return w;
+  }
+  // Which shares must be alone on their cards (the agent's account judges
+  // them by the extender's rule, scheduling::share_within_capacity).
+  for (GpuContainer& c : w.containers) {
+    for (const scheduling::ContainerRequest& r : request->containers) {
+      if (r.name == c.name) c.alone = r.alone;  // (names are unique across a pod's containers)
+    }
   }
   if (!ours(pod, rules)) {
     w.cards = Error{"schedulerName \"" + pod.scheduler_name + "\" is not fracpack's: its cards were not chosen by fracpack"};

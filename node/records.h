@@ -15,6 +15,7 @@
 
 #include "k8s/contract/fracpack.h"
 #include "k8s/record_signature.h"
+#include "k8s/scheduler_names.h"
 #include "k8s/objects.h"
 #include "node/allocation_matcher.h"
 #include "node/nvml.h"
@@ -31,8 +32,8 @@ std::string devices_annotation(const std::vector<GpuDevice>& devices, int slots,
 struct RecordRules {
   // The contract the pods were placed under (null: fracpack's, default names).
   std::shared_ptr<const k8s::Contract> contract;
-  // Pods of other schedulers are never served (empty: any, for tests).
-  std::vector<std::string> scheduler_names = {"fracpack"};
+  // Pods of other schedulers are never served (k8s::placed_by_fracpack).
+  std::vector<std::string> scheduler_names = k8s::default_scheduler_names();
   // Whose records are served: signed by fracpack's extender
   // (k8s/record_signature.h; no verifier: as written).
   k8s::RecordTrust trust;

@@ -74,16 +74,21 @@ inline bool card_compatible(const PodRequest& pod, const Card& card) {
   return card_matches_lists(pod, card);
 }
 
-// Can one share of `c` go on this card now: schedulable, compute and memory
-// free, the card's sharer limit, a share that must be alone, and a share
-// that must be enforced on a card that enforces it. The one
-// rule every policy's card choice follows; inline because it is the
-// innermost test of every placement.
+// Does one share of `c` fit beside `use` on this card: compute and memory
+// free, the card's sharer limit, and a share that must be alone. The card's
+// capacity rule, one home: placements (share_fits) and the node agent's own
+// account of what its pods hold (node/devices_and_pods.cc) both ask it.
+inline bool share_within_capacity(const ContainerRequest& c, const Card& card, const CardUse& use) {
+  return use.cores < kCardMilli && kCardMilli - use.cores >= c.cores && card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib) &&
+         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0);
+}
+
+// Can one share of `c` go on this card now: schedulable, within its
+// capacity (above), and a share that must be enforced on a card that
+// enforces it. The one rule every policy's card choice follows; inline
+// because it is the innermost test of every placement.
 inline bool share_fits(const ContainerRequest& c, const Card& card, const CardUse& use) {
-  return card.schedulable() && use.cores < kCardMilli && kCardMilli - use.cores >= c.cores &&
-         card.memory_mib - use.memory_mib >= c.memory_on(card.memory_mib) &&
-         (card.max_sharers == 0 || use.sharers < card.max_sharers) && (!c.alone || use.sharers == 0) &&
-         (!c.needs_enforcement || card.enforces_shares());
+  return card.schedulable() && share_within_capacity(c, card, use) && (!c.needs_enforcement || card.enforces_shares());
 }
 
 // The node's kubelet (before 1.31) refuses this pod at admission: an init

@@ -5,6 +5,7 @@
 
 #include "common/error_body.h"
 #include "k8s/extender_codec.h"
+#include "k8s/scheduler_names.h"
 #include "server/log.h"
 
 namespace fracpack::server {
@@ -99,7 +100,7 @@ void BindService::bind(const std::string& body, Reply reply, std::chrono::steady
   // Only the pods fracpack places, and only after it judged them: whoever
   // can reach the verbs must not bind other pods with fracpack's rights.
   const auto& ours = options_.scheduler_names;
-  if (std::find(ours.begin(), ours.end(), pod->scheduler_name) == ours.end()) {
+  if (!k8s::placed_by_fracpack(pod->scheduler_name, ours)) {
     std::string names;
     for (const auto& n : ours) names += (names.empty() ? "" : ", ") + n;
     return refuse("not_ours", "pod " + who + " has schedulerName \"" + pod->scheduler_name + "\"; fracpack binds only pods of " + names);

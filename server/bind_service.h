@@ -35,6 +35,7 @@
 #include "k8s/cluster_state.h"
 #include "k8s/events.h"
 #include "k8s/record_signature.h"
+#include "k8s/scheduler_names.h"
 #include "scheduling/evaluator.h"
 #include "server/binder.h"
 #include "server/http_server.h"
@@ -49,8 +50,8 @@ struct BindOptions {
   // Count GPU binds in flight per node (the contract's binds take a node
   // lock, and the binder posts to an API server): see binding_to().
   bool one_bind_per_node = false;
-  // bind places only pods of these schedulers (schedulerNames).
-  std::vector<std::string> scheduler_names = {"fracpack"};
+  // bind places only pods of these schedulers (k8s::placed_by_fracpack).
+  std::vector<std::string> scheduler_names = k8s::default_scheduler_names();
   // Signs every allocation record the Binding writes (null: unsigned,
   // security.records: unsigned).
   std::shared_ptr<const k8s::RecordSigner> signer;

@@ -29,6 +29,8 @@ NodeAgent::NodeAgent(NodeAgentOptions options) : options_(std::move(options)) {
   // A unit that fixes the IDs a card has (tke: percent, 100 a card) wins
   // over --ids-per-card: kubelet asks as many IDs as the pod's value.
   if (const int ids = record_rules_.contract->device_ids_per_card(); ids > 0) options_.plugin.slots = ids;
+  // A card serves as many containers as it has device IDs (its maxSharers).
+  state_.set_card_slots(options_.plugin.slots);
 }
 
 NodeAgent::~NodeAgent() { stop(); }

@@ -24,6 +24,7 @@
 #include "k8s/api_client.h"
 #include "k8s/contract/fracpack.h"
 #include "k8s/informer.h"
+#include "k8s/scheduler_names.h"
 #include "node/device_plugin.h"
 #include "node/devices_and_pods.h"
 #include "node/nvml.h"
@@ -43,7 +44,7 @@ struct NodeAgentOptions {
   std::shared_ptr<const k8s::Contract> contract;
   // Pods of other schedulers are never served; records are served only
   // when fracpack's extender signed them (security:).
-  std::vector<std::string> scheduler_names = {"fracpack"};
+  std::vector<std::string> scheduler_names = k8s::default_scheduler_names();
   k8s::RecordTrust trust;
   node::DevicePluginOptions plugin;  // its resource is the contract's device resource
   std::string nvml_library = "libnvidia-ml.so.1";

@@ -37,6 +37,11 @@ size_t string_end(std::string_view t, size_t i, bool& escaped);
 // string does not end). Objects and arrays go 64 bytes at a time
 // (JsonScanner); a number or literal ends at the next ',', '}', ']' or space.
 size_t value_end(std::string_view t, size_t i);
+// The text between a JSON string's quotes, its escapes decoded into `out`
+// (UTF-8); false when an escape is malformed or a surrogate unpaired (what
+// check_json_text refuses). The project's one string unescaper, for
+// strings read by hand (the extender's node names).
+bool unescape_json_string(std::string_view in, std::string& out);
 
 // Tracks nesting depth and string state across a JSON text fed in pieces.
 class JsonScanner {

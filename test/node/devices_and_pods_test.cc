@@ -120,6 +120,37 @@ TEST(DevicesAndPods, TheAgentsAccountRefusesACardAnotherLivePodHolds) {
   EXPECT_TRUE(state.allocate(1, Clock::now() + 100ms).ok());
 }
 
+// Found by review (issue 42): the agent's account judged a card by compute
+// and memory only, while the extender's rule (scheduling::share_within_capacity)
+// also counts the card's sharers against its maxSharers (the agent's device
+// IDs per card) and keeps a share that must be alone (HAMi's 100 % cores)
+// off a card another pod shares. One rule now: the scheduling one.
+TEST(DevicesAndPods, TheAgentsAccountJudgesACardByTheExtendersRule) {
+  DevicesAndPods state;
+  state.set_devices(two_cards());
+  state.set_card_slots(2);
+  // Two containers of a running pod share card 0, which serves two at once.
+  std::map<std::string, LivePod> two_sharers = {{"uid-r", LivePod{"team-a/pair", std::vector<scheduling::CardCharge>{{0, 2048, 200, 2}}}}};
+  state.set_pods({one("p", "2026-01-01T00:00:00Z", CardShare{0, "GPU-0", 1024, 100})}, two_sharers);
+  auto third = state.allocate(1, Clock::now() + 100ms);
+  ASSERT_FALSE(third.ok()) << "a third container on a card of two slots";
+  EXPECT_NE(third.message().find("card 0 (GPU-0) is already held by other pods on this node"), std::string::npos) << third.message();
+  EXPECT_NE(third.message().find("at most 2"), std::string::npos) << third.message();
+
+  // A memory-only share of another pod on card 0; a container that must
+  // have its cards alone is refused there, though compute and memory add up.
+  std::map<std::string, LivePod> memory_only = {{"uid-s", LivePod{"team-a/cache", std::vector<scheduling::CardCharge>{{0, 1024, 0, 1}}}}};
+  WaitingPod alone = test::waiting_pod("q", "2026-01-01T00:00:01Z", {{GpuContainer{"main", false, 1, {}, true}, {CardShare{0, "GPU-0", 1024, 1000}}}});
+  state.set_pods({alone}, memory_only);
+  auto shared = state.allocate(1, Clock::now() + 100ms);
+  ASSERT_FALSE(shared.ok()) << "a share that must be alone, beside another pod's";
+  EXPECT_NE(shared.message().find("alone"), std::string::npos) << shared.message();
+  // Alone on card 1, which no one holds, it is served.
+  WaitingPod alone_free = test::waiting_pod("t", "2026-01-01T00:00:02Z", {{GpuContainer{"main", false, 1, {}, true}, {CardShare{1, "GPU-1", 1024, 1000}}}});
+  state.set_pods({alone_free}, memory_only);
+  EXPECT_TRUE(state.allocate(1, Clock::now() + 100ms).ok());
+}
+
 TEST(DevicesAndPods, WhatItServedCountsUntilThePodIsGoneWhateverItsRecordSaysLater) {
   DevicesAndPods state;
   state.set_devices(two_cards());

@@ -17,6 +17,7 @@ k8s::Pod bound_pod(const std::string& record) {
   p.meta.creation_timestamp = "2026-01-01T00:00:00Z";
   p.node_name = "n1";
   p.phase = "Pending";
+  p.scheduler_name = "fracpack";
   k8s::Container init;
   init.name = "setup";
   init.limits = {{"fracpack.io/gpu", "1"}};
@@ -31,13 +32,9 @@ k8s::Pod bound_pod(const std::string& record) {
   return p;
 }
 
-// Records taken as written, any scheduler: what this file tests is the
-// reading (signatures and scheduler names have their own tests below).
-RecordRules plain_rules() {
-  RecordRules r;
-  r.scheduler_names.clear();
-  return r;
-}
+// Records taken as written: what this file tests is the reading
+// (signatures and scheduler names have their own tests below).
+RecordRules plain_rules() { return RecordRules{}; }
 
 const char* kRecord =
     R"({"node":"n1","containers":[{"name":"setup","init":true,"cards":[{"index":0,"uuid":"GPU-a","memoryMiB":1024,"cores":10}]},)"
@@ -263,6 +260,17 @@ TEST(NodeRecords, PodsOfAnotherSchedulerAreNeverServed) {
   k8s::Pod none = signed_pod();
   none.scheduler_name.clear();  // spec.nodeName set by hand: defaulted to default-scheduler, or empty in a test
   EXPECT_NE(why(none).find("is not fracpack's"), std::string::npos);
+}
+
+// Found by review (issue 42): with no schedulerNames the agent served every
+// pod while bind refused every pod. One rule (k8s::placed_by_fracpack): an
+// empty list names no scheduler, so nothing is served.
+TEST(NodeRecords, AnEmptySchedulerListServesNoPod) {
+  RecordRules none = verifying_rules();
+  none.scheduler_names.clear();
+  WaitingPod w = waiting_pod(signed_pod(), none, "n1");
+  ASSERT_FALSE(w.cards.ok()) << "served a pod with no scheduler named";
+  EXPECT_NE(w.cards.message().find("is not fracpack's"), std::string::npos) << w.cards.message();
 }
 
 TEST(NodeRecords, ALivePodHoldsWhatItsSignedRecordSaysAndNothingElse) {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/json/check.h"
+
 namespace fracpack::k8s::stream_test {
 namespace {
 
@@ -255,6 +257,20 @@ TEST(ListSplitter, KubectlOrderNullItemsAndErrors) {
   EXPECT_FALSE(r.status.ok()) << "items must be objects";
   r = split_list(R"([{"a":1}])", {});
   EXPECT_FALSE(r.status.ok());
+}
+
+// Found by review (issue 42): check_json_text refused a lone low surrogate
+// ("\udc00") while the extender's own unescaper decoded it into bytes that
+// are not UTF-8. One rule: JSON spells UTF-16, a surrogate only in a
+// high-low pair; anything else is malformed.
+TEST(UnescapeJsonString, ASurrogateOnlyInAHighLowPairAsTheCheckerSays) {
+  std::string out;
+  EXPECT_FALSE(check_json_text(R"("a\udc00b")", "t").ok());
+  EXPECT_FALSE(unescape_json_string(R"(a\udc00b)", out)) << "decoded to " << out.size() << " bytes";
+  EXPECT_FALSE(unescape_json_string(R"(\udfff)", out));
+  EXPECT_FALSE(unescape_json_string(R"(a\ud83d)", out)) << "a high surrogate without its low half";
+  ASSERT_TRUE(unescape_json_string(R"(\ud83d\ude00 \u00e9\n)", out));
+  EXPECT_EQ(out, "\xF0\x9F\x98\x80 \xC3\xA9\n");
 }
 
 }  // namespace
