@@ -311,10 +311,24 @@ TEST_F(Real, A2_ASharedContainerIsAnMpsClientHeldToItsShare) {
 // limiter's variables; whole cards are unaffected. Back under MPS, the
 // refused pod is placed.
 TEST_F(Real, A3_AShareWhoseOnlyCardsCannotEnforceItIsRefusedAtFilter) {
+  // Whatever fails below, the tests after this one get the node as the
+  // shipped configuration runs it (a node left with isolation none made
+  // every later share wait out its timeouts).
+  struct BackToMps {
+    ~BackToMps() {
+      if (!::testing::Test::HasFailure()) return;
+      cluster().set_agent_isolation("");
+      cluster().stop_mps_daemon();
+      (void)cluster().start_mps_daemon();
+      (void)cluster().restart_agent();
+    }
+  } back_to_mps;
   // The agent switched while the MPS daemon still holds the cards in
-  // EXCLUSIVE_PROCESS: it withdraws them (a second process would find them busy).
+  // EXCLUSIVE_PROCESS: it withdraws them (a second process would find them
+  // busy), so kubelet counts none of them: wait for the cards published,
+  // not offered.
   cluster().set_agent_isolation("none");
-  ASSERT_TRUE(cluster().restart_agent().ok());
+  ASSERT_TRUE(cluster().restart_agent(/*offered=*/false).ok());
   ASSERT_TRUE(RealCluster::wait_for([] {
     const std::string agent = cluster().component_log("node-agent");
     return agent.find("EXCLUSIVE_PROCESS compute mode") != std::string::npos;
