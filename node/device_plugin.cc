@@ -98,9 +98,7 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
     }
     chosen.push_back(&*it);
     uuids.push_back(it->uuid);
-    // A whole card (or a record without memory) gets the card's memory.
-    const int64_t mib = share.memory_mib > 0 && share.memory_mib < it->memory_mib ? share.memory_mib : it->memory_mib;
-    memory.push_back(std::to_string(mib));
+    memory.push_back(std::to_string(share_memory_mib(share, *it)));
     cores.push_back(k8s::cores_text(share.cores > 0 ? share.cores : 1000));
   }
   // The limiter of the cards' isolation (node/isolation.h): its variables

@@ -15,14 +15,15 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
-// What the record gives on a card: a whole card (or a record without
-// memory) gets the card's memory; compute in milli, a whole card 1000.
-int64_t memory_of(const scheduling::CardShare& share, const GpuDevice& card) {
-  return share.memory_mib > 0 && share.memory_mib < card.memory_mib ? share.memory_mib : card.memory_mib;
-}
+int64_t memory_of(const scheduling::CardShare& share, const GpuDevice& card) { return share_memory_mib(share, card); }
+// Compute in milli: a whole card (or a record without compute) 1000.
 int cores_of(const scheduling::CardShare& share) { return share.cores > 0 && share.cores < scheduling::kCardMilli ? share.cores : scheduling::kCardMilli; }
 
 }  // namespace
+
+int64_t share_memory_mib(const scheduling::CardShare& share, const GpuDevice& card) {
+  return share.memory_mib > 0 && share.memory_mib < card.memory_mib ? share.memory_mib : card.memory_mib;
+}
 
 std::string hami_core_preload_text() { return std::string(k8s::kHamiCoreLibrary) + "\n"; }
 

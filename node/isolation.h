@@ -72,6 +72,11 @@ struct ContainerIsolation {
 Result<ContainerIsolation> isolate(const Assignment& a, const std::vector<const GpuDevice*>& cards, const k8s::ContainerSettings& settings,
                                    const IsolationOptions& options);
 
+// The MiB a record's share gives on `card`: a whole card (or a record
+// without memory) gets the card's memory. The one rule for the answer's
+// FRACPACK_GPU_MEMORY_MIB and the limiters' memory limits.
+int64_t share_memory_mib(const scheduling::CardShare& share, const GpuDevice& card);
+
 // HAMi-core's /etc/ld.so.preload, as mounted into containers: the
 // library's path inside them.
 std::string hami_core_preload_text();
