@@ -40,7 +40,7 @@
 // limits are far past what any cluster here holds, so no pod is refused and
 // on and off differ only in the checking. With limits that far (every
 // card's share admitted on the cluster's largest card) filter judges the
-// quota once per pod and keeps its kept replies (Ledger::check_quota); the
+// quota once per pod and keeps its kept replies (scheduling/quota_gate.h); the
 // binds in namespace ml wait for the pod watch to deliver the fence's marker
 // write (the quota's fence) instead of reading the namespace's pods, as
 // manifests/bind-fence.yaml's marker pod lets them. Off (the default): no
@@ -465,7 +465,12 @@ config::Config bench_config() {
   c.limits.max_request_bytes = int64_t{256} << 20;
   c.cluster.events = false;
   c.workload.config_map = "";
-  c.security.records = g_records;
+  auto records = config::parse_record_signing(g_records);
+  if (!records) {
+    std::fprintf(stderr, "extender_bench: --records: %s\n", records.message().c_str());
+    std::exit(2);
+  }
+  c.security.records = *records;
   c.security.signing_key = fracpack::testing::test_signing_key_path();
   if (g_isolation_field == "mps") c.contract.fracpack_options.unenforced_shares = k8s::UnenforcedShares::kRefuse;
   return c;

@@ -30,7 +30,14 @@ int main(int argc, char** argv) {
     else if (flag == "--binds-in-flight") o.binds_in_flight = std::atoi(v);
     else if (flag == "--pause-us") o.pause = std::chrono::microseconds(std::atoi(v));
     else if (flag == "--handover") o.lease_handover = std::atoi(v) != 0;
-    else if (flag == "--fence-read") o.bind_fence_read = v;
+    else if (flag == "--fence-read") {
+      auto read = fracpack::k8s::parse_bind_fence_read(v);
+      if (!read) {
+        std::fprintf(stderr, "failover_bench: --fence-read: %s\n", read.message().c_str());
+        return 2;
+      }
+      o.bind_fence_read = *read;
+    }
     else if (flag == "--quota-namespaces") o.quota_namespaces = std::atoi(v);
     else if (flag == "--quota-sample-every") o.quota_sample_every = std::strtoull(v, nullptr, 10);
     else {

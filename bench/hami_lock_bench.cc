@@ -1,4 +1,4 @@
-// The cost of HAMi's node lock (k8s/node_lock.h): end-to-end pods/s of the
+// The cost of HAMi's node lock (k8s/contract/hami_node_lock.h): end-to-end pods/s of the
 // hami profile with the lock off and on, against the test API server, with
 // a double of HAMi's device plugin (test/support/peer_agents.h) serving each
 // locked pod's Allocate `latency` ms after its bind and releasing the lock.
@@ -75,7 +75,7 @@ Run run(int nodes, int pods, bool lock, int latency_ms) {
   std::vector<std::string> pending;
   for (int i = 0; i < pods; ++i) pending.push_back(api.create("pods", hami_pod(i)));
   config::Config c = testing::test_config();
-  c.contract.profile = "hami";
+  c.contract.profile = k8s::Profile::kHami;
   c.contract.hami_node_lock = lock;
   c.cluster.bind_timeout = std::chrono::seconds(4);
   server::DaemonOptions o;

@@ -9,6 +9,15 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty() || &item != &items.front()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
 std::vector<std::string> split_list(std::string_view s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -35,5 +44,13 @@ std::vector<std::string_view> split_fields(std::string_view text, char sep) {
 }
 
 std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+ObjectKey split_object_key(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return {{}, key, false};
+  ObjectKey k{key.substr(0, slash), key.substr(slash + 1), false};
+  k.valid = !k.namespace_name.empty() && !k.name.empty() && k.name.find('/') == std::string_view::npos;
+  return k;
+}
 
 }  // namespace fracpack

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/values.h"
+#include "k8s/bind_fence_read.h"
 #include "k8s/contract/profiles.h"
 #include "scheduling/model.h"
 #include "k8s/scheduler_names.h"
@@ -49,12 +51,12 @@ struct ClusterConfig {
   // posted after the scheduler stopped waiting for it.
   milliseconds bind_timeout{4000};
   // How a GPU bind reads what the API server has bound on its node
-  // (k8s/bind_fence.h): "auto" (the API server's version picks: consistent
+  // (k8s/bind_fence.h): auto (the API server's version picks: consistent
   // from 1.31, where the watch cache serves it, marker before),
-  // "consistent" (one consistent list), "marker" (a write to the marker
-  // pod, then a cached read) or "resourceVersion" (two reads; waits for a
-  // pod write before 1.21).
-  std::string bind_fence_read = "auto";
+  // consistent (one consistent list), marker (a write to the marker pod,
+  // then a cached read) or resourceVersion (two reads; waits for a pod
+  // write before 1.21).
+  k8s::BindFenceRead bind_fence_read = k8s::BindFenceRead::kAuto;
   // The marker pod, namespace/name ("" = none: marker reads consistently).
   std::string bind_fence_marker = "fracpack-system/fracpack-bind-fence";
   bool events = true;
@@ -78,10 +80,13 @@ struct WorkloadConfig {
 };
 
 struct LogConfig {
-  std::string level = "info";   // debug, info, warn, error
-  std::string format = "json";  // json, logfmt
+  LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kJson;
   bool operator==(const LogConfig&) const = default;
 };
+
+// The configuration's enums (WithoutDevices, RecordSigning, LogLevel,
+// LogFormat) and their one parser each: config/values.h.
 
 // `fracpack node-agent` (the DaemonSet on GPU nodes). It shares the
 // contract's names, cluster.kubeconfig and log with the extender.
@@ -92,7 +97,7 @@ struct NodeAgentConfig {
   std::string listen = "0.0.0.0:8890";  // /healthz, /readyz, /metrics
   std::string state_file = "/var/lib/fracpack/node-agent.state";
   int64_t ids_per_card = 32;            // device IDs per card: containers sharing it at most
-  std::string without_devices = "fail";  // no NVML or no cards: fail (exit 1) or idle
+  WithoutDevices without_devices = WithoutDevices::kFail;  // no NVML or no cards: fail (exit 1) or idle
   bool cdi = true;                      // Allocate names CDI devices
   bool visible_devices_env = true;      // Allocate sets NVIDIA_VISIBLE_DEVICES
   milliseconds record_wait{10000};      // an Allocate waits this long for its pod to be seen
@@ -110,12 +115,12 @@ struct NodeAgentConfig {
 // Tenant safety (README "Security model"): who may write what, and what
 // each layer checks.
 struct SecurityConfig {
-  // "signed": the extender signs every allocation record (signing_key); it
+  // kSigned: the extender signs every allocation record (signing_key); it
   // and the node agents charge and serve only records that verify with
-  // verify_keys (k8s/record_signature.h). "unsigned": records are taken as
+  // verify_keys (k8s/record_signature.h). kUnsigned: records are taken as
   // written — any user who may patch a pod can forge one; only where
   // admission control stops users writing them.
-  std::string records = "signed";
+  RecordSigning records = RecordSigning::kSigned;
   std::string signing_key;               // Ed25519 private key, PEM (the extender)
   std::vector<std::string> verify_keys;  // public keys: PEM files or folders of them
   // RFC 3339: pods created before this may carry unsigned records (the
@@ -177,12 +182,6 @@ std::vector<std::string> config_keys();
 // Checks what a parse cannot (relations between keys); parse_config calls it.
 Status validate(const Config& c);
 
-// Whether a listen host is loopback only ("127.x.y.z", "::1", "localhost").
-bool loopback_host(const std::string& host);
-
-// "10s", "1m30s", "250ms", "1.5h" (Go's time.ParseDuration, non-negative).
-Result<milliseconds> parse_duration(std::string_view text);
-// "HOST:PORT", ":PORT", "[::1]:PORT" -> host ("" = any) and port.
-Result<std::pair<std::string, uint16_t>> parse_listen(std::string_view text);
+// parse_duration, parse_listen, loopback_host: config/values.h.
 
 }  // namespace fracpack::config

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 
+#include "k8s/contract/kubernetes_rules.h"
+#include "k8s/limiter_guard.h"
+#include "k8s/objects.h"
 #include "k8s/scheduler_names.h"
 
 namespace fracpack::k8s {
 namespace {
 
+// A tree: an AdmissionReview is read whole, its pod walked in several places (cold: one per pod created).
 // (Named Tree, not json: k8s/json.h is the namespace k8s::json.)
 using Tree = nlohmann::json;
 
@@ -34,64 +38,21 @@ const Tree* annotation(const Tree& object, const std::string& key) {
   return it == annotations->end() ? nullptr : &*it;
 }
 
-// The first resource of `names` a container of the pod asks (limits or requests), or "".
-// The first of `names` container `c` asks (limits or requests), or "".
-std::string container_asks(const Tree& c, const std::vector<std::string>& names) {
-  const Tree* resources = member(c, "resources");
-  if (resources == nullptr) return {};
-  for (const char* kind : {"limits", "requests"}) {
-    const Tree* r = member(*resources, kind);
-    if (r == nullptr || !r->is_object()) continue;
-    for (const std::string& n : names) {
-      if (r->contains(n)) return n;
-    }
-  }
-  return {};
-}
-
-std::string asked_resource(const Tree& pod, const std::vector<std::string>& names) {
-  const Tree* spec = member(pod, "spec");
-  if (spec == nullptr) return {};
-  for (const char* list : {"initContainers", "containers"}) {
-    const Tree* containers = member(*spec, list);
-    if (containers == nullptr || !containers->is_array()) continue;
-    for (const Tree& c : *containers) {
-      if (std::string n = container_asks(c, names); !n.empty()) return n;
-    }
-  }
-  return {};
-}
-
-// The strings `field` of each object in the array `list` of `c`.
-std::vector<std::string> strings_of(const Tree& c, const char* list, const char* field) {
-  std::vector<std::string> out;
-  const Tree* items = member(c, list);
-  if (items == nullptr || !items->is_array()) return out;
-  for (const Tree& item : *items) out.push_back(text(item, field));
-  return out;
-}
-
 // The first container asking cards that sets what k8s/limiter_guard.h
 // guards: "spec.containers[1] (main): why". The share part for containers
 // that ask a share resource (the policy's resources but the device count).
-std::string limiter_overridden(const Tree& pod, const AdmissionPolicy& policy) {
-  const Tree* spec = member(pod, "spec");
-  if (spec == nullptr) return {};
+std::string limiter_overridden(const Pod& pod, const AdmissionPolicy& policy) {
   std::vector<std::string> share_resources;
   for (const std::string& r : policy.resources) {
     if (r != policy.device_resource) share_resources.push_back(r);
   }
-  for (const char* list : {"initContainers", "containers"}) {
-    const Tree* containers = member(*spec, list);
-    if (containers == nullptr || !containers->is_array()) continue;
+  for (const auto& [list, containers] : {std::pair{"initContainers", &pod.init_containers}, std::pair{"containers", &pod.containers}}) {
     for (size_t i = 0; i < containers->size(); ++i) {
-      const Tree& c = (*containers)[i];
-      if (container_asks(c, policy.resources).empty()) continue;
-      const bool share = !container_asks(c, share_resources).empty();
-      const std::vector<std::string> env = strings_of(c, "env", "name"), env_from = strings_of(c, "envFrom", "prefix"),
-                                     mounts = strings_of(c, "volumeMounts", "mountPath");
-      const std::string why = limiter_override(ContainerSettings{env, env_from, mounts}, policy.limiter, share, policy.limiter_paths);
-      if (!why.empty()) return "spec." + std::string(list) + "[" + std::to_string(i) + "] (" + text(c, "name") + "): " + why;
+      const Container& c = (*containers)[i];
+      if (named_resource(c, policy.resources).empty()) continue;
+      const bool share = !named_resource(c, share_resources).empty();
+      const std::string why = limiter_override(ContainerSettings{c.env, c.env_from, c.mount_paths}, policy.limiter, share, policy.limiter_paths);
+      if (!why.empty()) return "spec." + std::string(list) + "[" + std::to_string(i) + "] (" + c.name + "): " + why;
     }
   }
   return {};
@@ -171,10 +132,25 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
       }
     }
     if (operation == "CREATE") {
-      if (const std::string r = asked_resource(obj, policy.resources); !r.empty()) {
-        const Tree* spec = member(obj, "spec");
-        const std::string node = spec != nullptr ? text(*spec, "nodeName") : "";
-        std::string scheduler = spec != nullptr ? text(*spec, "schedulerName") : "";
+      // The pod as the extender decodes it: whether it asks for cards is
+      // the contract's one rule (k8s/contract/kubernetes_rules.h).
+      Selection selection;
+      selection.resources = policy.resources;
+      selection.container_env = true;
+      const std::string text = obj.dump();
+      auto pod = parse_pod(text, selection);
+      if (!pod) {
+        // Unreadable (the API server's validation lets no such pod through):
+        // refused only when its text names a resource of the contract, as it
+        // may ask for cards and cannot be checked; any other pod is not the
+        // contract's to judge, and a webhook that sees every pod must not
+        // stop unrelated workloads.
+        const bool may_ask = std::any_of(policy.resources.begin(), policy.resources.end(),
+                                         [&](const std::string& r) { return text.find("\"" + r + "\"") != std::string::npos; });
+        if (may_ask) refuse(who + ": " + pod.message());
+      } else if (const std::string& r = named_resource(*pod, policy.resources); !r.empty()) {
+        const std::string& node = pod->node_name;
+        const std::string& scheduler = pod->scheduler_name;
         // (An empty list places no pod: the configuration refuses one.)
         const std::string suggested_scheduler =
             policy.scheduler_names.empty() ? std::string(kDefaultSchedulerName) : policy.scheduler_names.front();
@@ -186,7 +162,7 @@ Result<AdmissionResult> review_admission(std::string_view body, const AdmissionP
           refuse(who + ": spec.schedulerName is \"" + (scheduler.empty() ? std::string("default-scheduler") : scheduler) + "\" on a pod asking " +
                  r + ": only fracpack's scheduler (" + joined(policy.scheduler_names) + ") places GPU shares; set spec.schedulerName: " +
                  suggested_scheduler);
-        } else if (const std::string why = policy.guard_limits ? limiter_overridden(obj, policy) : std::string(); !why.empty()) {
+        } else if (const std::string why = policy.guard_limits ? limiter_overridden(*pod, policy) : std::string(); !why.empty()) {
           refuse(who + ": " + why + " (README, Isolation: a share is a limit)");
         }
       }

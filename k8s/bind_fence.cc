@@ -3,8 +3,7 @@
 #include <random>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "common/json/write.h"
 #include "k8s/server_version.h"
 
 namespace fracpack::k8s {
@@ -36,16 +35,6 @@ BindFence::BindFence(std::string pod_field_selector, Selection selection, Read r
 BindFence::Read BindFence::mode() const {
   std::lock_guard lock(mu_);
   return read_ == Read::kAuto ? resolved_ : read_;
-}
-
-std::string_view BindFence::mode_name(Read r) {
-  switch (r) {
-    case Read::kConsistent: return "consistent";
-    case Read::kResourceVersion: return "resourceVersion";
-    case Read::kMarker: return "marker";
-    case Read::kAuto: return "auto";
-  }
-  return "?";
 }
 
 BindFence::Read BindFence::effective_read(ApiClient& client, Clock::time_point deadline) {
@@ -97,11 +86,14 @@ Result<std::string> BindFence::write_marker(ApiClient& client, std::chrono::mill
   const std::string who = "the bind fence's marker pod " + marker_.ns + "/" + marker_.name;
   // A value no write has used: an unchanged object is not written, and its
   // old resourceVersion would predate the bind.
-  nlohmann::json patch;
   *value = std::to_string(nonce_) + "-" + std::to_string(++marker_writes_);
-  patch["metadata"]["annotations"][std::string(kMarkerAnnotation)] = *value;
+  std::string patch = "{\"metadata\":{\"annotations\":{";
+  append_json_string(patch, kMarkerAnnotation);
+  patch.push_back(':');
+  append_json_string(patch, *value);
+  patch += "}}}";
   auto r = client.request("PATCH", "/api/v1/namespaces/" + url_encode(marker_.ns) + "/pods/" + url_encode(marker_.name),
-                          patch.dump(), "application/merge-patch+json", timeout);
+                          patch, "application/merge-patch+json", timeout);
   if (!r) return Error{"writing " + who + ": " + r.message()};
   if (r->status == 403 || r->status == 404) {
     // Not there, or not ours to write: the installation lacks

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "k8s/api_client.h"
+#include "k8s/bind_fence_read.h"
 #include "k8s/objects.h"
 
 namespace fracpack::k8s {
@@ -72,7 +73,7 @@ class BindFence {
  public:
   using Clock = std::chrono::steady_clock;
 
-  enum class Read { kConsistent, kResourceVersion, kMarker, kAuto };
+  using Read = BindFenceRead;  // k8s/bind_fence_read.h: the names, parsed once
 
   // The pod kMarker writes: namespace and name (empty: none, so kMarker
   // reads consistently).
@@ -87,10 +88,10 @@ class BindFence {
   // decoder keeps.
   BindFence(std::string pod_field_selector, Selection selection, Read read = Read::kAuto, Marker marker = {});
 
-  // The read in use (kAuto until the version is known), its name, and the
-  // API server version that picked it ("" if none did).
+  // The read in use (kAuto until the version is known; its name:
+  // bind_fence_read_name) and the API server version that picked it ("" if
+  // none did).
   Read mode() const;
-  static std::string_view mode_name(Read r);
   std::string resolved_from() const;
 
   // The pods bound to `node` as the API server has them at a resourceVersion

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "k8s/bind_fence.h"
-#include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "k8s/snapshot.h"
 
 namespace fracpack::k8s {
@@ -18,7 +18,7 @@ constexpr auto kDeletedLife = std::chrono::minutes(5);
 constexpr size_t kMaxDeleted = 200000;
 
 std::shared_ptr<const Contract> contract_or_default(std::shared_ptr<const Contract> c) {
-  return c ? std::move(c) : std::make_shared<FracpackContract>();
+  return c ? std::move(c) : default_contract();
 }
 
 }  // namespace
@@ -57,8 +57,8 @@ bool ClusterState::wait_fence_marker(const std::string& value, std::chrono::stea
 
 bool ClusterState::ready() const {
   std::shared_lock lock(mu_);
-  return pods_synced_ && nodes_synced_ && (config_maps_synced_ || contract_->node_config_map_namespace().empty()) &&
-         (quotas_synced_ || !quotas_.enabled());
+  return pods_synced_ && nodes_synced_ && (config_map_list_.synced || contract_->node_config_map_namespace().empty()) &&
+         (quota_list_.synced || !quotas_.enabled());
 }
 
 std::vector<std::string> ClusterState::held_by(const std::vector<std::string_view>& nodes) const {
@@ -99,9 +99,13 @@ void ClusterState::load_snapshot(const ObjectList& list) {
   for (const ResourceQuota& q : list.resource_quotas) apply_resource_quota_locked(q);
   pods_synced_ = true;
   nodes_synced_ = true;
-  config_maps_synced_ = true;
-  quotas_synced_ = true;
+  config_map_list_.synced = true;
+  quota_list_.synced = true;
 }
+
+ReservationStore::Writing ClusterState::write_ledger() { return Writing{std::unique_lock(mu_), builder_.ledger()}; }
+
+ReservationStore::Reading ClusterState::read_ledger() const { return Reading{std::shared_lock(mu_), builder_.ledger()}; }
 
 void ClusterState::problem_locked(std::string object, std::string message) {
   if (problems_.size() >= kMaxProblems) problems_.erase(problems_.begin());
@@ -114,7 +118,7 @@ std::vector<OverCommittedCard> ClusterState::overcommitted() const {
   for (const auto& [name, node] : builder_.ledger().nodes()) {
     for (size_t p = 0; p < node.use().size(); ++p) {
       const auto& use = node.use()[p];
-      if (use.cores <= scheduling::kCardMilli && node.free_memory(p) >= 0) continue;
+      if (!node.overcommitted(p)) continue;
       const auto& card = node.cards()[p];
       OverCommittedCard o{name, card.index, use.cores, use.memory_mib, card.memory_mib, {}};
       for (const scheduling::PodRecord* r : node.pods()) {
@@ -129,6 +133,11 @@ std::vector<OverCommittedCard> ClusterState::overcommitted() const {
   return out;
 }
 
+std::vector<scheduling::CardCharge> ClusterState::counted_record(const Pod& pod) const {
+  std::shared_lock lock(mu_);
+  return builder_.counted_record(pod);
+}
+
 SyncCounters ClusterState::counters() const {
   std::shared_lock lock(mu_);
   SyncCounters c = counters_;
@@ -140,6 +149,10 @@ SyncCounters ClusterState::counters() const {
   c.rejected_records = l.rejected_records;
   c.changed_records = l.changed_records;
   c.ignored_records = l.ignored_records;
+  const ReservationCounters& r = reservations_.counters(StoreLockHeld{});
+  c.expired_assumptions = r.expired_assumptions;
+  c.reconciled_assumptions = r.reconciled_assumptions;
+  c.fence_caught_up = r.fence_caught_up;
   return c;
 }
 
@@ -195,7 +208,7 @@ ClusterState::PodEntry* ClusterState::apply_pod_locked(Pod incoming) {
     delete_pod_locked(incoming.meta.uid);
     return nullptr;
   }
-  if (reservations_.tombstoned_locked(incoming.meta.uid, pod_listing_ ? pod_list_generation_ : 0)) {
+  if (reservations_.tombstoned(StoreLockHeld{}, incoming.meta.uid, pod_listing_ ? pod_list_generation_ : 0)) {
     // Older than what proved it gone (a lagging watch, a stale list).
     ++counters_.stale_events;
     return nullptr;
@@ -211,7 +224,7 @@ ClusterState::PodEntry* ClusterState::apply_pod_locked(Pod incoming) {
   if (pod.node_name.empty()) return &entry;  // pending: holds nothing (an assumed bind stays assumed)
   builder_.apply_bound_pod(pod);
   const scheduling::PodRecord* r = builder_.ledger().pod(uid);
-  if (r != nullptr && r->phase == scheduling::PodPhase::kConfirmed) reservations_.confirmed_or_deleted_locked(uid);
+  if (r != nullptr && r->phase == scheduling::PodPhase::kConfirmed) reservations_.confirmed(StoreLockHeld{}, uid);
   return &entry;
 }
 
@@ -224,8 +237,7 @@ void ClusterState::delete_pod_locked(const std::string& uid) {
     deleted_order_.pop_front();
   }
   builder_.remove_pod(uid);
-  reservations_.confirmed_or_deleted_locked(uid);
-  reservations_.forget_tombstone_locked(uid);  // the informer has seen it go: nothing older can follow
+  reservations_.removed(StoreLockHeld{}, uid);  // the informer has seen it go: nothing older can follow
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   auto k = uid_by_key_.find(it->second.pod.key());
@@ -283,7 +295,7 @@ void ClusterState::end_pod_list() {
   for (const auto& uid : gone) delete_pod_locked(uid);
   counters_.relist_deletions += gone.size();
   pod_listing_ = false;
-  reservations_.pod_list_ended_locked(generation, pod_list_consistent_, pod_list_started_, listed);
+  reservations_.pod_list_ended(StoreLockHeld{}, builder_.ledger(), generation, pod_list_consistent_, pod_list_started_, listed);
   pods_synced_ = true;
   if (!listed_marker_.empty()) {
     // The whole list is applied now: the marker's value in it counts.
@@ -365,136 +377,6 @@ Result<std::string> ClusterState::node_event(WatchEventType type, std::string_vi
     apply_node_locked(*node);
   }
   return node->meta.resource_version;
-}
-
-void ClusterState::begin_config_map_list(bool) {
-  std::unique_lock lock(mu_);
-  listed_config_maps_.clear();
-}
-
-Status ClusterState::list_config_map(std::string_view json) {
-  auto rv = config_map_arrived(json, "listed", WatchEventType::kAdded, /*listed=*/true);
-  return rv ? Status::Ok() : Error{rv.message()};
-}
-
-Result<std::string> ClusterState::config_map_event(WatchEventType type, std::string_view json) {
-  return config_map_arrived(json, "watched", type, /*listed=*/false);
-}
-
-Result<std::string> ClusterState::config_map_arrived(std::string_view json, const char* how, WatchEventType type, bool listed) {
-  auto config_map = parse_config_map(json, contract_->selection());
-  std::unique_lock lock(mu_);
-  if (!config_map) {
-    undecodable_locked("configmap", how, config_map.message());
-    return config_map.error();
-  }
-  const std::string key = config_map->meta.namespace_name + "/" + config_map->meta.name;
-  if (listed) listed_config_maps_.insert(key);
-  if (type == WatchEventType::kDeleted) {
-    config_maps_.erase(key);
-    builder_.delete_config_map(config_map->meta.namespace_name, config_map->meta.name);
-  } else {
-    config_maps_.insert(key);
-    builder_.apply_config_map(*config_map);
-  }
-  return config_map->meta.resource_version;
-}
-
-void ClusterState::end_config_map_list() {
-  std::unique_lock lock(mu_);
-  for (auto it = config_maps_.begin(); it != config_maps_.end();) {
-    if (listed_config_maps_.contains(*it)) {
-      ++it;
-      continue;
-    }
-    const size_t slash = it->find('/');
-    builder_.delete_config_map(it->substr(0, slash), it->substr(slash + 1));
-    it = config_maps_.erase(it);
-  }
-  config_maps_synced_ = true;
-  listed_config_maps_.clear();
-}
-
-void ClusterState::abort_config_map_list() {
-  std::unique_lock lock(mu_);
-  listed_config_maps_.clear();
-}
-
-void ClusterState::apply_resource_quota_locked(const ResourceQuota& quota) {
-  for (const scheduling::QuotaLimit& l : quotas_.apply(quota, builder_.ledger())) {
-    ++counters_.malformed_quotas;
-    const std::string message = "spec.hard " + l.key + " cannot be read (" + l.malformed +
-                                "): no new GPU placement in the namespace until it is fixed";
-    problem_locked("resourcequota " + quota.meta.namespace_name + "/" + quota.meta.name, message);
-    if (options_.on_quota_problem) options_.on_quota_problem(quota.meta, message);
-  }
-}
-
-void ClusterState::apply_resource_quota(const ResourceQuota& quota) {
-  std::unique_lock lock(mu_);
-  apply_resource_quota_locked(quota);
-}
-
-void ClusterState::delete_resource_quota(const std::string& namespace_name, const std::string& name) {
-  std::unique_lock lock(mu_);
-  quotas_.remove(namespace_name, name, builder_.ledger());
-}
-
-void ClusterState::begin_resource_quota_list(bool) {
-  std::unique_lock lock(mu_);
-  listed_quotas_.clear();
-}
-
-Status ClusterState::list_resource_quota(std::string_view json) {
-  auto rv = resource_quota_arrived(json, "listed", WatchEventType::kAdded, /*listed=*/true);
-  return rv ? Status::Ok() : Error{rv.message()};
-}
-
-Result<std::string> ClusterState::resource_quota_event(WatchEventType type, std::string_view json) {
-  return resource_quota_arrived(json, "watched", type, /*listed=*/false);
-}
-
-Result<std::string> ClusterState::resource_quota_arrived(std::string_view json, const char* how, WatchEventType type, bool listed) {
-  auto quota = parse_resource_quota(json, contract_->selection());
-  std::unique_lock lock(mu_);
-  if (!quota) {
-    undecodable_locked("resourcequota", how, quota.message());
-    return quota.error();
-  }
-  if (listed) listed_quotas_.insert(quota->meta.namespace_name + "/" + quota->meta.name);
-  if (type == WatchEventType::kDeleted) {
-    quotas_.remove(quota->meta.namespace_name, quota->meta.name, builder_.ledger());
-  } else {
-    apply_resource_quota_locked(*quota);
-  }
-  return quota->meta.resource_version;
-}
-
-void ClusterState::end_resource_quota_list() {
-  std::unique_lock lock(mu_);
-  std::vector<std::pair<std::string, std::string>> gone;
-  for (const auto& [id, entry] : quotas_.objects()) {
-    if (!listed_quotas_.contains(id)) gone.emplace_back(entry.namespace_name, entry.name);
-  }
-  for (const auto& [ns, name] : gone) quotas_.remove(ns, name, builder_.ledger());
-  quotas_synced_ = true;
-  listed_quotas_.clear();
-}
-
-void ClusterState::abort_resource_quota_list() {
-  std::unique_lock lock(mu_);
-  listed_quotas_.clear();
-}
-
-std::vector<ClusterState::QuotaRow> ClusterState::quota_rows() const {
-  std::shared_lock lock(mu_);
-  std::vector<QuotaRow> out;
-  const scheduling::Ledger& ledger = builder_.ledger();
-  for (const auto& [id, entry] : quotas_.objects()) {
-    const scheduling::QuotaUse use = ledger.namespace_use(entry.namespace_name);
-    for (const scheduling::QuotaLimit& l : entry.limits) out.push_back(QuotaRow{entry.namespace_name, l, scheduling::quota_amount(use, l.resource)});
-  }
-  return out;
 }
 
 std::string ClusterState::snapshot_json() const {

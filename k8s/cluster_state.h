@@ -21,8 +21,10 @@
 //
 // The reservations of binds in flight (the Assumed state, after
 // kube-scheduler's internal cache) have one home: k8s/reservations.h, which
-// draws every way in and out; they are kept in the ledger, under this
-// store's lock.
+// draws every way in and out. They are kept in the ledger, under this
+// store's lock, which the store lends them through the narrow
+// ReservationStore interface; the store tells them of confirms and
+// removals by their public calls (Reservations::confirmed, removed).
 #pragma once
 
 #include <chrono>
@@ -110,7 +112,7 @@ struct SyncProblem {
   std::string message;
 };
 
-class ClusterState {
+class ClusterState final : private ReservationStore {
  public:
   explicit ClusterState(SyncOptions options);
 
@@ -174,6 +176,11 @@ class ClusterState {
   // late Binding of an old leader), with the pods holding them. They take
   // nothing new until they drain; the reconciler reports them.
   std::vector<OverCommittedCard> overcommitted() const;
+  // The cards `pod` counts for on its node, by the ledger's rules
+  // (LedgerBuilder::counted_record): what the ledger keeps charged for it,
+  // else what its record would be charged; a record the ledger rejects
+  // counts nothing.
+  std::vector<scheduling::CardCharge> counted_record(const Pod& pod) const;
 
   // Every quota limit with its namespace's usage (/debug/quota, `fracpack
   // inspect quota`, the fracpack_quota_* metrics), by namespace and object.
@@ -210,7 +217,13 @@ class ClusterState {
   bool wait_fence_marker(const std::string& value, std::chrono::steady_clock::time_point until) const;
 
  private:
-  friend class Reservations;  // the Assumed state machine, under mu_
+  // ReservationStore: what the reservations reach of the store.
+  Writing write_ledger() override;
+  Reading read_ledger() const override;
+  bool deleted_lately(const std::string& uid) const override { return deleted_.contains(uid); }
+  void apply_bound_pod(const Pod& pod) override { apply_pod_locked(pod); }
+  void report_problem(std::string object, std::string message) override { problem_locked(std::move(object), std::move(message)); }
+
   struct PodEntry {
     Pod pod;
     uint64_t listed = 0;  // generation of the last list that contained it
@@ -221,9 +234,31 @@ class ClusterState {
   PodEntry* apply_pod_locked(Pod pod);
   void delete_pod_locked(const std::string& uid);
   void apply_node_locked(const Node& node);
-  // A listed or watched ConfigMap of the contract, applied or deleted.
-  Result<std::string> config_map_arrived(std::string_view json, const char* how, WatchEventType type, bool listed);
   void delete_node_locked(const std::string& name);
+  // The objects beside pods and nodes (cluster_state_side_objects.cc): the
+  // contract's ConfigMaps and the ResourceQuotas, each kept by its list and
+  // watch through the same steps.
+  struct SideObjects {
+    const char* kind;              // "configmap", "resourcequota": what cannot be decoded is counted and reported by it
+    std::set<std::string> listed;  // "namespace/name" seen by the list in progress
+    bool synced = false;           // a list has ended
+  };
+  struct SideObjectRef {
+    std::string namespace_name;
+    std::string name;
+  };
+  // A listed or watched object, decoded by `decode` (without the lock),
+  // then applied or deleted under it; its resourceVersion.
+  template <class Object, class Apply, class Remove>
+  Result<std::string> side_object_arrived(SideObjects& side, Result<Object> (*decode)(std::string_view, const Selection&),
+                                          std::string_view json, const char* how, WatchEventType type, bool listed, Apply apply,
+                                          Remove remove);
+  // A list begins or is given up: nothing is listed yet.
+  void reset_side_list(SideObjects& side);
+  // A list ended: what is `kept` but was not listed is removed.
+  void end_side_list(SideObjects& side, const std::function<std::vector<SideObjectRef>()>& kept,
+                     const std::function<void(const SideObjectRef&)>& remove);
+  Result<std::string> config_map_arrived(std::string_view json, const char* how, WatchEventType type, bool listed);
   Result<std::string> resource_quota_arrived(std::string_view json, const char* how, WatchEventType type, bool listed);
   void apply_resource_quota_locked(const ResourceQuota& quota);
   void problem_locked(std::string object, std::string message);
@@ -262,15 +297,13 @@ class ClusterState {
   bool pods_synced_ = false;
   bool nodes_synced_ = false;
   // Only a contract that reads ConfigMaps waits for them.
-  bool config_maps_synced_ = false;
-  std::set<std::string> config_maps_;         // "namespace/name" applied
-  std::set<std::string> listed_config_maps_;  // seen by the list in progress
+  SideObjects config_map_list_{"configmap", {}, false};
+  std::set<std::string> config_maps_;  // "namespace/name" applied
   // Only a contract with quota keys waits for the ResourceQuotas: until
   // they are known, no namespace's quota could be checked.
+  SideObjects quota_list_{"resourcequota", {}, false};
   QuotaBook quotas_{contract_->quota_keys()};
-  bool quotas_synced_ = false;
-  std::set<std::string> listed_quotas_;  // "namespace/name" seen by the list in progress
-  Reservations reservations_{*this, options_.assume_ttl};
+  Reservations reservations_{*this, *contract_, options_.assume_ttl};
 };
 
 }  // namespace fracpack::k8s

@@ -36,6 +36,8 @@ std::string meta_json(const ObjectMeta& m) {
   append_field(out, "uid", m.uid);
   append_field(out, "resourceVersion", m.resource_version);
   append_field(out, "creationTimestamp", m.creation_timestamp);
+  // An object deleting in code alone has no time: the epoch says "deleting".
+  if (m.deleting) append_field(out, "deletionTimestamp", m.deletion_timestamp.empty() ? "1970-01-01T00:00:00Z" : m.deletion_timestamp);
   append_map(out, "labels", m.labels);
   append_map(out, "annotations", m.annotations);
   return out + "}";
@@ -88,10 +90,23 @@ std::string pod_json(const Pod& p) {
   append_field(out, "schedulerName", p.scheduler_name);
   if (p.priority != 0) out += ",\"priority\":" + std::to_string(p.priority);
   append_map(out, "overhead", p.overhead);
+  // The gates' names are not kept (Pod::scheduling_gated): one says "gated".
+  if (p.scheduling_gated) out += ",\"schedulingGates\":[{\"name\":\"gated\"}]";
   out += "},\"status\":{";
+  bool first = true;
   if (!p.phase.empty()) {
     out += "\"phase\":";
     append_json_string(out, p.phase);
+    first = false;
+  }
+  if (!p.reason.empty()) {
+    out += first ? "\"reason\":" : ",\"reason\":";
+    append_json_string(out, p.reason);
+    first = false;
+  }
+  if (!p.nominated_node_name.empty()) {
+    out += first ? "\"nominatedNodeName\":" : ",\"nominatedNodeName\":";
+    append_json_string(out, p.nominated_node_name);
   }
   return out + "}}";
 }

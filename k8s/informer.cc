@@ -369,6 +369,10 @@ Informer::Next Informer::watch(std::stop_token& stop) {
       reply.on_head(), reply.on_body([&](std::string_view bytes) { return splitter.feed(bytes, on_event); }));
   if (stop.stop_requested()) return Next::kStop;
   const bool short_and_empty = seen == 0 && std::chrono::steady_clock::now() - started < std::chrono::seconds(1);
+  // Anything but a watch that ran to its timeout (or was throttled).
+  const bool normal_end = result && status == 200 && !short_and_empty;
+  const bool throttled_only = (!result && result.message() == kStopStream && decided == Next::kWatch) || (result && status == 429);
+  if (!normal_end && !throttled_only) sink_.watch_interrupted();
   if (!result) {
     if (result.message() == kStopStream) {
       if (decided_backoff) sleep(stop, next_backoff());

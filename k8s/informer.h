@@ -58,6 +58,10 @@ class InformerSink {
   virtual void abort_list() = 0;
   // One watch event; returns the object's resourceVersion.
   virtual Result<std::string> event(WatchEventType type, std::string_view object_json) = 0;
+  // The watch ended otherwise than at its timeout (the API server went
+  // away, refused it, expired it): every other client's watch of that API
+  // server may have broken too (kubelet's, which then relists).
+  virtual void watch_interrupted() {}
 };
 
 struct InformerOptions {

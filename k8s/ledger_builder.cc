@@ -1,11 +1,12 @@
 #include "k8s/ledger_builder.h"
 
-#include "k8s/node_lock.h"
-
 #include <algorithm>
 #include <chrono>
 
+#include "k8s/bound_pod_charge.h"
+#include "k8s/contract/node_lock.h"
 #include "k8s/contract/kubernetes_rules.h"
+#include "scheduling/allocation_check.h"
 #include "scheduling/fit.h"
 
 namespace fracpack::k8s {
@@ -169,6 +170,23 @@ void LedgerBuilder::confirm_record(const Pod& pod, const PodFacts& facts, schedu
   }
 }
 
+const scheduling::PodRecord* LedgerBuilder::kept_charge(const Pod& pod) const {
+  if (!charged_.contains(pod.meta.uid) || unresolved_pods_.contains(pod.meta.uid)) return nullptr;
+  const scheduling::PodRecord* held = ledger_.pod(pod.meta.uid);
+  if (held == nullptr || held->phase != scheduling::PodPhase::kConfirmed || held->node != pod.node_name) return nullptr;
+  return held;
+}
+
+const scheduling::NodeSpec* LedgerBuilder::cards_of(const std::string& node) const {
+  auto spec = specs_.find(node);
+  return spec == specs_.end() ? nullptr : &spec->second;
+}
+
+std::vector<scheduling::CardCharge> LedgerBuilder::counted_record(const Pod& pod) const {
+  if (const scheduling::PodRecord* held = kept_charge(pod)) return held->charges;
+  return charge_bound_pod(contract_, trust_, record_keys_, pod, cards_of(pod.node_name)).charges();
+}
+
 void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   const std::string& uid = pod.meta.uid;
   const std::string key = pod.key();
@@ -178,69 +196,45 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
   // same record again is no news (a status update); another record is a
   // patch by whoever may edit the pod, reported and never followed —
   // following it would free the card its container really holds.
-  if (auto c = charged_.find(uid); c != charged_.end() && !unresolved_pods_.contains(uid)) {
-    const scheduling::PodRecord* held = ledger_.pod(uid);
-    if (held != nullptr && held->phase == scheduling::PodPhase::kConfirmed && held->node == pod.node_name) {
-      if (c->second.digest != digest && !c->second.change_reported) {
-        c->second.change_reported = true;
-        ++counters_.changed_records;
-        report_record(pod, "FracpackRecordChanged",
-                      "the pod's allocation record was changed after its bind; fracpack keeps what it charged at the bind "
-                      "and its node agent serves only the record fracpack signed");
-      }
-      return;
+  if (kept_charge(pod) != nullptr) {
+    Charged& c = charged_.at(uid);
+    if (c.digest != digest && !c.change_reported) {
+      c.change_reported = true;
+      ++counters_.changed_records;
+      report_record(pod, "FracpackRecordChanged",
+                    "the pod's allocation record was changed after its bind; fracpack keeps what it charged at the bind "
+                    "and its node agent serves only the record fracpack signed");
     }
+    return;
   }
   unresolve(uid);  // the previous version may have been waiting on its node
   rejected_.erase(uid);
-  auto spec = specs_.find(pod.node_name);
-  RecordedAllocation rec = contract_.recorded_allocation(pod, spec == specs_.end() ? nullptr : &spec->second);
-  const bool has_record = std::any_of(record_keys_.begin(), record_keys_.end(),
-                                      [&](const std::string& k) { return pod.meta.annotation(k) != nullptr; });
-  auto req = contract_.pod_request(pod);
-  if (!req) {
-    // An annotation that only steers placement cannot be read (perhaps
-    // rewritten since the bind, to make the pod look as if it held
-    // nothing): what it asks is still what its resources say.
-    if (auto amounts = bound_request(pod)) {
-      ++counters_.malformed_pods;
-      problems_("pod " + key, req.message() + " (charged by what its containers ask)");
-      req = std::move(amounts);
-    }
+  BoundPodCharge charge = charge_bound_pod(contract_, trust_, record_keys_, pod, cards_of(pod.node_name));
+  if (!charge.request_problem.empty() && charge.request) {
+    ++counters_.malformed_pods;
+    problems_("pod " + key, charge.request_problem + " (charged by what its containers ask)");
   }
-  if (req && !req->wants_gpu()) {
-    // Whatever its annotations say: a pod asking no GPU holds none.
-    if (has_record) {
+  const PodFacts facts{uid, key, charge.cpu_milli, charge.memory_bytes};
+  if (charge.kind == BoundPodCharge::Kind::kNoGpu) {
+    if (charge.has_record) {
       ++counters_.ignored_records;
       report_record(pod, "FracpackRecordIgnored", "the pod asks for no GPU: its allocation record is ignored and charges nothing");
     }
-    ledger_.confirm(PodFacts{uid, key, req->cpu_milli, req->memory_bytes}, Allocation{pod.node_name, {}});
+    ledger_.confirm(facts, Allocation{pod.node_name, {}});
     charged(pod, std::move(digest), "none");
     return;
   }
-  std::string signed_by = "none";
-  if (has_record) {
-    auto by = check_record_signature(pod, message, trust_);
-    if (by) {
-      signed_by = std::move(*by);
-    } else {
-      ++counters_.rejected_records;
-      report_record(pod, "FracpackRecordRejected",
-                    "its allocation record is not one fracpack's extender wrote (" + by.message() +
-                        "): it is charged as a pod without a record, and the node agent does not serve it");
-      rec = RecordedAllocation{};  // neither the record nor its flat card list
-      rejected_.insert(uid);
-    }
+  if (charge.rejection != BoundPodCharge::Rejection::kNone) {
+    ++counters_.rejected_records;
+    rejected_.insert(uid);
   }
-  if (!req) {
+  if (charge.rejection == BoundPodCharge::Rejection::kNotFracpacks) report_record(pod, "FracpackRecordRejected", charge.rejection_message);
+  if (!charge.request) {
     ++counters_.malformed_pods;
-    problems_("pod " + key, req.message());
-    // A pod fracpack would not place (another scheduler bound it) may still
-    // carry a full record of what it holds: that is what it holds.
-    scheduling::PodRequest facts_only;
-    if (rec.kind == RecordedAllocation::Kind::kAllocation && pod_facts(pod, facts_only).ok()) {
-      confirm_record(pod, PodFacts{uid, key, facts_only.cpu_milli, facts_only.memory_bytes}, std::move(rec.allocation));
-      charged(pod, std::move(digest), std::move(signed_by));
+    problems_("pod " + key, charge.request_problem);
+    if (charge.kind == BoundPodCharge::Kind::kRecord) {
+      confirm_record(pod, facts, std::move(charge.record.allocation));
+      charged(pod, std::move(digest), std::move(charge.signed_by));
       return;
     }
     ledger_.confirm(PodFacts{uid, key, 0, 0}, Allocation{pod.node_name, {}});
@@ -254,24 +248,15 @@ void LedgerBuilder::apply_bound_pod(const Pod& pod) {
     charged(pod, std::move(digest), "none");
     return;
   }
-  const PodFacts facts{uid, key, req->cpu_milli, req->memory_bytes};
-  if (rec.kind == RecordedAllocation::Kind::kAllocation) {
-    const Status within = scheduling::allocation_within_request(*req, rec.allocation, spec == specs_.end() ? nullptr : &spec->second);
-    if (within.ok()) {
-      confirm_record(pod, facts, std::move(rec.allocation));
-      charged(pod, std::move(digest), std::move(signed_by));
-      return;
-    }
-    ++counters_.rejected_records;
-    report_record(pod, "FracpackRecordRejected",
-                  "its allocation record holds more than the pod asks (" + within.message() +
-                      "): it is charged as a pod without a record");
-    rec = RecordedAllocation{};
-    rejected_.insert(uid);
+  if (charge.kind == BoundPodCharge::Kind::kRecord) {
+    confirm_record(pod, facts, std::move(charge.record.allocation));
+    charged(pod, std::move(digest), std::move(charge.signed_by));
+    return;
   }
-  if (!rec.problem.empty()) {
+  if (charge.rejection == BoundPodCharge::Rejection::kHoldsMore) report_record(pod, "FracpackRecordRejected", charge.rejection_message);
+  if (!charge.record.problem.empty()) {
     ++counters_.malformed_pods;
-    problems_("pod " + key, rec.problem);
+    problems_("pod " + key, charge.record.problem);
   }
   // A bound GPU pod without a usable record: infer what it holds.
   unresolved_[pod.node_name].insert(uid);
@@ -301,15 +286,6 @@ void LedgerBuilder::resolve_node(const std::string& node) {
   push_effective_spec(node);
 }
 
-Result<scheduling::PodRequest> LedgerBuilder::bound_request(const Pod& pod) const {
-  const std::vector<std::string> steering = contract_.placement_annotations();
-  auto steers = [&](const auto& kv) { return std::find(steering.begin(), steering.end(), kv.first) != steering.end(); };
-  if (std::none_of(pod.meta.annotations.begin(), pod.meta.annotations.end(), steers)) return contract_.pod_request(pod);
-  Pod amounts = pod;
-  std::erase_if(amounts.meta.annotations, steers);
-  return contract_.pod_request(amounts);
-}
-
 bool LedgerBuilder::infer(const Pod& pod) {
   const std::string& uid = pod.meta.uid;
   const scheduling::NodeState* node = ledger_.node(pod.node_name);
@@ -319,7 +295,7 @@ bool LedgerBuilder::infer(const Pod& pod) {
   // its node (rewritten after the bind, so that it would be charged
   // nothing while its container holds a card), only what it asks counts.
   auto req = contract_.pod_request(pod);
-  if (!req) req = bound_request(pod);
+  if (!req) req = bound_request(contract_, pod);
   if (!req) return false;
   const PodFacts facts{uid, pod.key(), req->cpu_milli, req->memory_bytes};
   ledger_.remove(uid);  // infer against the node without this pod
@@ -370,7 +346,7 @@ bool LedgerBuilder::infer(const Pod& pod) {
   static const scheduling::BestCardRanker kBest;
   scheduling::FitResult fit = scheduling::explain_fit(*req, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
   if (!fit.fits) {
-    if (auto amounts = bound_request(pod)) {
+    if (auto amounts = bound_request(contract_, pod)) {
       scheduling::FitResult anywhere = scheduling::explain_fit(*amounts, *ledger_.node(pod.node_name), scheduling::FitOptions{false}, kBest);
       if (anywhere.fits) {
         req = std::move(amounts);

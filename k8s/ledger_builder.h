@@ -5,7 +5,9 @@
 //   node        its cards as the contract reads them; a node that cannot be
 //               read keeps its last good cards, cordoned (none if it never
 //               had any).
-//   bound pod   what its record says (Contract::recorded_allocation), when
+//   bound pod   (its first charge decided by charge_bound_pod,
+//               k8s/bound_pod_charge.h, which the reconciler counts by too)
+//               what its record says (Contract::recorded_allocation), when
 //               fracpack's extender wrote it (a signature that verifies,
 //               k8s/record_signature.h) and it holds at most what the pod
 //               asks; a record that is not fracpack's, or that holds more,
@@ -105,6 +107,14 @@ class LedgerBuilder {
   const std::map<std::string, ConfigMap>& config_maps() const { return config_maps_; }
   // A pod bound to pod.node_name and not terminal: what it holds.
   void apply_bound_pod(const Pod& pod);
+  // The cards a bound pod counts for, by the ledger's rules: what the
+  // ledger keeps charged for it when it has charged it already (a record
+  // changed since is not followed), else what apply_bound_pod would charge
+  // from its record (charge_bound_pod, k8s/bound_pod_charge.h): nothing for
+  // a record the ledger rejects, a pod that asks no GPU, or cards it would
+  // have to infer. The reconciler sums the API server's pods by it
+  // (k8s/reconciler.h).
+  std::vector<scheduling::CardCharge> counted_record(const Pod& pod) const;
   // The pod holds nothing any more (deleted, finished, gone from a list).
   void remove_pod(const std::string& uid);
   // The pod was seen again but no longer bound (a stale event): an
@@ -122,10 +132,12 @@ class LedgerBuilder {
   // Charges the pod from a partial record or by inference; false if its
   // cards cannot be known (yet).
   bool infer(const Pod& pod);
-  // What a bound pod asks, read without the contract's placement
-  // annotations (Contract::placement_annotations): its owner may rewrite
-  // them after the bind, and where its cards went is settled.
-  Result<scheduling::PodRequest> bound_request(const Pod& pod) const;
+  // The ledger's charge of a pod it charged already and keeps as it is
+  // (apply_bound_pod changes nothing for it); null otherwise.
+  const scheduling::PodRecord* kept_charge(const Pod& pod) const;
+  // The node's cards as the contract read them (no ConfigMap marks, no
+  // cordons): what a record is read and checked against. Null: not known.
+  const scheduling::NodeSpec* cards_of(const std::string& node) const;
   void unresolve(const std::string& uid);
   // Reports to the log and on the pod.
   void report_record(const Pod& pod, const char* reason, const std::string& message);

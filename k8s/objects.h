@@ -43,6 +43,7 @@ struct ObjectMeta {
   std::string resource_version;
   std::string creation_timestamp;  // RFC 3339, as sent
   bool deleting = false;           // deletionTimestamp is set
+  std::string deletion_timestamp;  // RFC 3339, as sent (empty for an object built in code)
   StringMap labels;
   StringMap annotations;
 
@@ -67,6 +68,7 @@ struct Pod {
   std::string scheduler_name;
   std::string nominated_node_name;
   std::string phase;
+  std::string reason;  // status.reason: why the pod is Failed (kubelet's, e.g. UnexpectedAdmissionError)
   int32_t priority = 0;
   bool scheduling_gated = false;
   std::vector<Container> containers;
@@ -111,16 +113,14 @@ struct ObjectList {
   size_t skipped = 0;  // items of other kinds
 };
 
-// Decoders. The text is copied into a padded buffer when it lacks padding;
-// pass a std::string with spare capacity (see pad()) to avoid that.
+// Decoders. The text is copied into a padded buffer (k8s/json.h
+// with_document): these are the informer's and the snapshot's decoders, not
+// the extender's hot path (k8s/extender_body.h parses a padded body in place).
 Result<Pod> parse_pod(std::string_view json, const Selection& selection);
 Result<Node> parse_node(std::string_view json, const Selection& selection);
 Result<ConfigMap> parse_config_map(std::string_view json, const Selection& selection);
 Result<ResourceQuota> parse_resource_quota(std::string_view json, const Selection& selection);
 Result<ObjectList> parse_list(std::string_view json, const Selection& selection);
-
-// Gives `s` the trailing capacity simdjson reads past the end of the text.
-void pad(std::string& s);
 
 // Encoders (encode.cc): what fracpack knows of an object, as JSON that the
 // decoders above read back the same; list_json wraps items in a v1 List.

@@ -31,31 +31,17 @@ size_t reconcile_assumptions(ApiClient& client, ClusterState& state, std::chrono
       if (retry == 2 && failed()) answering = false;
     }
     if (!r) continue;  // cannot tell now; try again later
-    if (r->status == 404) {
-      state.reservations().settle(s.uid, Reservations::Settlement::kPodGone);
-      ++resolved;
+    std::optional<Pod> pod;  // none: 404
+    if (r->status == 200) {
+      auto parsed = parse_pod(r->body, state.selection());
+      if (!parsed) continue;
+      pod = std::move(*parsed);
+    } else if (r->status != 404) {
       continue;
     }
-    if (r->status != 200) continue;
-    auto pod = parse_pod(r->body, state.selection());
-    if (!pod) continue;
-    // Only release. A GET answered before a deletion the watch has since
-    // applied would resurrect the pod as confirmed, with nothing left to
-    // remove it: confirmations come from the informer alone (a live, bound
-    // pod is in its next event or list).
-    if (pod->meta.uid != s.uid || pod->terminal()) {
-      state.reservations().settle(s.uid, Reservations::Settlement::kPodGone);
-      ++resolved;
-    } else if (!pod->node_name.empty() && pod->node_name != s.node) {
-      state.reservations().settle(s.uid, Reservations::Settlement::kBoundElsewhere);
-      ++resolved;
-    } else if (pod->node_name.empty() && s.past_ttl) {
-      // Past its TTL and provably not bound: the Binding never took effect.
-      // (Bound here but not yet confirmed: kept — releasing it would let
-      // another pod take its cards while the watch lags.)
-      state.reservations().settle(s.uid, Reservations::Settlement::kUnboundPastTtl);
-      ++resolved;
-    }
+    // Only release (Reservations::pod_read decides): confirmations come
+    // from the informer alone.
+    if (state.reservations().pod_read(s, pod ? &*pod : nullptr) != Reservations::Exit::kKept) ++resolved;
   }
   return resolved;
 }
@@ -74,16 +60,12 @@ std::vector<OverCommittedCard> confirm_overcommitted(ApiClient& client, BindFenc
     int cores = 0;
     int64_t memory = 0;
     std::vector<std::pair<std::string, std::string>> holders;
-    const auto spec = state.read([&](const scheduling::Ledger& l) -> std::optional<scheduling::NodeSpec> {
-      const scheduling::NodeState* n = l.node(card.node);
-      if (n == nullptr) return std::nullopt;
-      return n->spec();
-    });
     for (const Pod& p : *pods) {
-      const RecordedAllocation rec = state.contract().recorded_allocation(p, spec ? &*spec : nullptr);
-      if (rec.kind != RecordedAllocation::Kind::kAllocation) continue;
+      // Only what the ledger charges: a record it rejects (unsigned,
+      // forged, holding more than asked) double-books nothing, and a record
+      // patched after the ledger charged the pod is not what it holds.
       bool holds = false;
-      for (const auto& c : scheduling::charges_of(rec.allocation)) {
+      for (const auto& c : state.counted_record(p)) {
         if (c.index != card.index) continue;
         cores += c.cores;
         memory += c.memory_mib;
@@ -91,7 +73,7 @@ std::vector<OverCommittedCard> confirm_overcommitted(ApiClient& client, BindFenc
       }
       if (holds) holders.emplace_back(p.key(), p.meta.uid);
     }
-    if (cores <= scheduling::kCardMilli && memory <= card.capacity_mib) continue;
+    if (!scheduling::card_over_capacity(cores, memory, card.capacity_mib)) continue;
     std::sort(holders.begin(), holders.end());
     card.cores = cores;
     card.memory_mib = memory;

@@ -28,8 +28,11 @@ class ClusterState;
 struct OverCommittedCard;
 
 // The cards the ledger holds over-committed that the API server confirms:
-// the allocation records of the pods it has bound on the node (read as the
-// bind fence reads them) sum past the card too. A ledger over-commit the
+// the pods it has bound on the node (read as the bind fence reads them),
+// counted as the ledger counts them (ClusterState::counted_record: what the
+// ledger keeps charged for a pod it knows, else its record by the ledger's
+// rules; a record it rejects counts nothing), sum
+// past the card too (scheduling::card_over_capacity). A ledger over-commit the
 // API server does not show is the watch lagging behind a deletion, not a
 // double booking, and is not reported. Cards whose node cannot be read are
 // left out (tried again at the next pass).

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+// A tree: a cold read of /version, a small object, whole.
 #include <nlohmann/json.hpp>
 
 namespace fracpack::k8s {

@@ -13,7 +13,6 @@ namespace fracpack::k8s {
 using scheduling::PodRequest;
 
 Result<ObjectList> parse_snapshot(std::string text, const Contract& contract) {
-  pad(text);
   return parse_list(text, contract.selection());
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+// A tree both ways: a cold file read whole; written with nlohmann's shortest round-trip doubles (write.h's %.6g would change them).
 #include <nlohmann/json.hpp>
 
 namespace fracpack::k8s {

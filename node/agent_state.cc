@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +25,9 @@ std::string format_agent_state(const AgentState& state) {
     }
     out += "holds " + uid + " " + h.key + " " + (charges.empty() ? "-" : charges) + "\n";
   }
+  for (const auto& [uid, key] : state.undecided) out += "undecided " + uid + " " + key + "\n";
+  if (state.verdicts_owed > 0) out += "owed " + std::to_string(state.verdicts_owed) + "\n";
+  for (const std::string& uid : state.refused) out += "refused " + uid + "\n";
   return out;
 }
 
@@ -39,6 +43,7 @@ Result<AgentState> parse_agent_state(const std::string& text, const std::string&
     std::string kind, uid, extra;
     words >> kind >> uid;
     const std::string where = source + ":" + std::to_string(number) + ": ";
+    if (uid.empty() && kind == "owed") return Error{where + "\"owed\" needs a count 1..1048576"};
     if (uid.empty()) return Error{where + "expected \"last <uid>\" or \"served <uid> <count>\", got \"" + line + "\""};
     if (kind == "last") {
       if (words >> extra) return Error{where + "\"last\" takes one pod UID"};
@@ -75,8 +80,22 @@ Result<AgentState> parse_agent_state(const std::string& text, const std::string&
         }
       }
       state.holdings[uid] = std::move(h);
+    } else if (kind == "undecided") {
+      std::string key;
+      if (!(words >> key) || (words >> extra)) return Error{where + "\"undecided " + uid + "\" needs a namespace/name"};
+      state.undecided.emplace_back(uid, key);
+    } else if (kind == "refused") {
+      if (words >> extra) return Error{where + "\"refused\" takes one pod UID"};
+      state.refused.push_back(uid);
+    } else if (kind == "owed") {
+      // `uid` holds the count here.
+      long long n = -1;
+      const bool digits = !uid.empty() && uid.size() <= 7 && std::all_of(uid.begin(), uid.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits) n = std::stoll(uid);
+      if (n < 1 || n > 1 << 20 || (words >> extra)) return Error{where + "\"owed\" needs a count 1..1048576"};
+      state.verdicts_owed = static_cast<size_t>(n);
     } else {
-      return Error{where + "unknown entry \"" + kind + "\" (expected last, served or holds)"};
+      return Error{where + "unknown entry \"" + kind + "\" (expected last, served, holds, undecided, owed or refused)"};
     }
   }
   return state;

@@ -16,10 +16,21 @@
 //   last <uid>
 //   served <uid> <containers>
 //   holds <uid> <namespace/name> <card>:<memory MiB>:<cores milli>:<shares>,... ("-": none)
+//
+// And the pods kubelet may have failed on a refusal whose verdict is not in
+// yet (AllocationMatcher::undecided), and those the agent refused (kubelet
+// fails them; AllocationMatcher::exclude), while they still look waiting:
+// a restarted agent must not serve one of them either.
+//
+//   undecided <uid> <namespace/name>
+//   owed <verdicts>
+//   refused <uid>
 #pragma once
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "node/allocation_matcher.h"
 #include "common/result.h"
@@ -30,6 +41,9 @@ struct AgentState {
   std::map<std::string, int> served;  // pod UID -> containers allocated
   std::string last_uid;
   std::map<std::string, Holding> holdings;  // pod UID -> what it holds
+  std::vector<std::pair<std::string, std::string>> undecided;  // (uid, namespace/name)
+  size_t verdicts_owed = 0;
+  std::vector<std::string> refused;  // pod UIDs
   bool operator==(const AgentState&) const = default;
 };
 

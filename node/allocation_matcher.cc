@@ -40,6 +40,15 @@ void AllocationMatcher::set_pods(std::vector<WaitingPod> pods, std::map<std::str
   }
   excluded_ = std::move(still);
   refusals_ = std::move(still_refused);
+  auto left = [&](const std::string& uid) {
+    const bool waits = std::any_of(pods.begin(), pods.end(), [&](const WaitingPod& p) { return p.uid == uid; });
+    if (!waits && !live.contains(uid)) departed_.push_back(uid);
+  };
+  for (const WaitingPod& was : pods_) left(was.uid);
+  for (const auto& entry : live_) left(entry.first);
+
+  if (departed_.size() > kDepartedKept) departed_.erase(departed_.begin(), departed_.end() - kDepartedKept);
+  unseen_.clear();
   pods_ = std::move(pods);
   live_ = std::move(live);
   for (auto it = holdings_.begin(); it != holdings_.end();) {
@@ -57,10 +66,16 @@ void AllocationMatcher::set_pods(std::vector<WaitingPod> pods, std::map<std::str
   served_ = std::move(kept);
 }
 
-void AllocationMatcher::restore(std::map<std::string, int> served, std::string last_uid, std::map<std::string, Holding> holdings) {
+void AllocationMatcher::restore(std::map<std::string, int> served, std::string last_uid, std::map<std::string, Holding> holdings,
+                                std::vector<std::pair<std::string, std::string>> undecided, size_t verdicts_owed,
+                                const std::vector<std::string>& excluded) {
+  excluded_.insert(excluded.begin(), excluded.end());
   served_ = std::move(served);
   last_uid_ = std::move(last_uid);
   holdings_ = std::move(holdings);
+  undecided_ = std::move(undecided);
+  verdicts_owed_ = std::max<size_t>(verdicts_owed, 1);
+  bound_verdicts_owed();
 }
 
 void AllocationMatcher::exclude(const std::string& uid, const std::string& refusal) {
@@ -102,9 +117,11 @@ size_t AllocationMatcher::next_of(const WaitingPod& p) const {
   return it == served_.end() ? 0 : static_cast<size_t>(it->second);
 }
 
-std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices) const {
+std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices) const { return first_candidates_in(pods_, devices); }
+
+std::vector<const WaitingPod*> AllocationMatcher::first_candidates_in(const std::vector<WaitingPod>& pods, int devices) const {
   std::vector<const WaitingPod*> candidates;
-  for (const WaitingPod& p : pods_) {
+  for (const WaitingPod& p : pods) {
     if (next_of(p) != 0 || p.containers.empty() || p.containers[0].devices != devices || excluded_.contains(p.uid)) continue;
     candidates.push_back(&p);
   }
@@ -113,7 +130,8 @@ std::vector<const WaitingPod*> AllocationMatcher::first_candidates(int devices) 
 
 bool AllocationMatcher::lacks_candidate(int devices) const { return first_candidates(devices).empty(); }
 
-Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices, std::string* refused_uid) const {
+Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices, std::string* refused_uid,
+                                                                     std::vector<const WaitingPod*>* undecided, bool* suspect) const {
   // The pod kubelet is in the middle of: its next container, when it asks
   // this many devices (else its admission ended and another pod begins).
   for (const WaitingPod& p : pods_) {
@@ -159,6 +177,18 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
     return Error{"cannot tell which pod kubelet is admitting: " + std::to_string(pods) + " pods" + how + " each wait for a container asking " +
                  asked + " on different cards"};
   };
+  // A pod kubelet may have failed on an earlier refusal (its verdict not
+  // in yet) is never served: were it dead, the pod kubelet admits is
+  // another. kubelet fails this one too, which may be any of them.
+  if (std::any_of(earliest.begin(), earliest.end(), [this](const WaitingPod* p) { return is_undecided(p->uid); })) {
+    if (suspect != nullptr) *suspect = true;
+    if (undecided != nullptr) {
+      *undecided = candidates;
+      for (const WaitingPod* u : first_candidates_in(unseen_, devices)) undecided->push_back(u);
+    }
+    return Error{"cannot tell which pod kubelet is admitting: the pod next in turn for a container asking " + asked +
+                 " may be one kubelet failed on an earlier refusal (its status has not reached the API server)"};
+  }
   if (earliest.size() == 1 && !earliest.front()->cards) {
     if (refused_uid != nullptr) *refused_uid = earliest.front()->uid;
     // kubelet shows this on the pod it admits, which may be another's (the
@@ -167,14 +197,37 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
                  ", and its allocation record cannot serve: " + earliest.front()->cards.message()};
   }
   for (const WaitingPod* c : earliest) {
-    if (!equivalent(*earliest.front(), 0, *c, 0)) return ambiguous(earliest.size(), " were seen bound together and");
+    if (equivalent(*earliest.front(), 0, *c, 0)) continue;
+    if (undecided != nullptr) *undecided = earliest;
+    return ambiguous(earliest.size(), " were seen bound together and");
   }
   // kubelet takes pods that reach it together (its own relist) oldest
   // first: a later-bound pod that is older, on other cards, could be the
   // one it admits.
+  // Pods the API server lists that the watch has not shown yet were bound
+  // after all of these: the same rule.
   const WaitingPod* chosen = earliest.front();
-  for (const WaitingPod* c : candidates) {
-    if (c->creation_timestamp < chosen->creation_timestamp && !equivalent(*chosen, 0, *c, 0)) {
+  std::vector<const WaitingPod*> later = candidates;
+  const size_t shown = later.size();
+  for (const WaitingPod* u : first_candidates_in(unseen_, devices)) later.push_back(u);
+  // A pod the watch has not shown is one kubelet knows first (its relist):
+  // one created in the same second may come first too (kubelet's ties have
+  // no set order).
+  auto may_precede = [&](size_t i) {
+    const WaitingPod* c = later[i];
+    return c != chosen && (c->creation_timestamp < chosen->creation_timestamp ||
+                           (i >= shown && c->creation_timestamp == chosen->creation_timestamp));
+  };
+  for (size_t i = 0; i < later.size(); ++i) {
+    if (may_precede(i) && !equivalent(*chosen, 0, *later[i], 0)) {
+      // kubelet admits `chosen` (the binds reached it one by one) or the
+      // oldest of a batch: one that may precede `chosen`.
+      if (undecided != nullptr) {
+        undecided->assign(1, chosen);
+        for (size_t j = 0; j < later.size(); ++j) {
+          if (may_precede(j)) undecided->push_back(later[j]);
+        }
+      }
       return ambiguous(2, " (bound in the other order than created)");
     }
   }
@@ -190,6 +243,61 @@ std::optional<std::pair<std::string, std::string>> AllocationMatcher::unservable
   return std::nullopt;
 }
 
+void AllocationMatcher::add_unseen(const std::vector<WaitingPod>& listed) {
+  auto shown = [this](const std::string& uid) {
+    return live_.contains(uid) || served_.contains(uid) || std::find(departed_.begin(), departed_.end(), uid) != departed_.end() ||
+           std::any_of(pods_.begin(), pods_.end(), [&](const WaitingPod& p) { return p.uid == uid; }) ||
+           std::any_of(unseen_.begin(), unseen_.end(), [&](const WaitingPod& p) { return p.uid == uid; });
+  };
+  for (const WaitingPod& p : listed) {
+    if (!shown(p.uid)) unseen_.push_back(p);
+  }
+}
+
+void AllocationMatcher::verdict(const std::string& failed_uid) {
+  exclude(failed_uid);
+  if (!is_undecided(failed_uid)) return;
+  std::erase_if(undecided_, [&](const auto& u) { return u.first == failed_uid; });
+  if (verdicts_owed_ > 0) --verdicts_owed_;
+  bound_verdicts_owed();
+}
+
+void AllocationMatcher::add_undecided(const std::vector<std::pair<std::string, std::string>>& pods) {
+  for (const auto& p : pods) {
+    if (!is_undecided(p.first)) undecided_.push_back(p);
+  }
+  ++verdicts_owed_;
+  bound_verdicts_owed();
+}
+
+void AllocationMatcher::drop_undecided(const std::string& uid) {
+  std::erase_if(undecided_, [&](const auto& u) { return u.first == uid; });
+  bound_verdicts_owed();
+}
+
+void AllocationMatcher::bound_verdicts_owed() {
+  // More owed than pods left to pay (kubelet asked twice for one pod; a
+  // refused pod the watch never showed; one deleted before its verdict):
+  // every one left may be dead, and none is served until its own verdict.
+  verdicts_owed_ = std::min(verdicts_owed_, undecided_.size());
+  // Every refusal's dead pod is known: the rest live.
+  if (verdicts_owed_ == 0) undecided_.clear();
+}
+
+bool AllocationMatcher::is_undecided(const std::string& uid) const {
+  return std::any_of(undecided_.begin(), undecided_.end(), [&](const auto& u) { return u.first == uid; });
+}
+
+bool AllocationMatcher::awaits_verdict(int devices) const {
+  bool suspect = false;
+  (void)find(devices, nullptr, nullptr, &suspect);
+  return suspect;
+}
+
+bool AllocationMatcher::waits(const std::string& uid) const {
+  return std::any_of(pods_.begin(), pods_.end(), [&](const WaitingPod& p) { return p.uid == uid; });
+}
+
 void AllocationMatcher::merge_arrivals() {
   for (const WaitingPod& p : pods_) merged_upto_ = std::max(merged_upto_, p.arrival);
 }
@@ -203,9 +311,17 @@ Result<Assignment> AllocationMatcher::peek(int devices) const {
 
 Result<Assignment> AllocationMatcher::allocate(int devices) {
   std::string refused;
-  auto found = find(devices, &refused);
+  std::vector<const WaitingPod*> undecided;
+  auto found = find(devices, &refused, &undecided);
   if (!found) {
     last_uid_.clear();  // kubelet fails the pod: its admission is over
+    // kubelet fails one of these: until it is known which, none of them is
+    // served (undecided()).
+    if (!undecided.empty()) {
+      std::vector<std::pair<std::string, std::string>> pods;
+      for (const WaitingPod* p : undecided) pods.emplace_back(p->uid, p->key);
+      add_undecided(pods);
+    }
     // That pod was kubelet's: it fails it, and the next Allocate is
     // another's (until the pod's status says so, it still looks waiting).
     if (!refused.empty()) exclude(refused, found.message());

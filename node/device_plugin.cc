@@ -23,15 +23,6 @@ namespace {
 
 constexpr size_t kMaxIdLength = 63;  // api.proto: Device.ID
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) {
-    if (!out.empty()) out += ",";
-    out += s;
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace {
@@ -113,12 +104,12 @@ Status fill_container(const Assignment& a, const std::vector<GpuDevice>& devices
     if (!std::filesystem::is_directory(dir)) return Error{who + ": cannot make " + dir + " for its limiter: " + ec.message()};
   }
   auto& env = *out.mutable_envs();
-  if (options.visible_devices_env) env["NVIDIA_VISIBLE_DEVICES"] = join(uuids);
+  if (options.visible_devices_env) env["NVIDIA_VISIBLE_DEVICES"] = join(uuids, ",");
   env["FRACPACK_POD"] = a.pod_key;
   env["FRACPACK_CONTAINER"] = a.container;
-  env["FRACPACK_GPU_UUIDS"] = join(uuids);
-  env["FRACPACK_GPU_MEMORY_MIB"] = join(memory);
-  env["FRACPACK_GPU_CORES_PERCENT"] = join(cores);
+  env["FRACPACK_GPU_UUIDS"] = join(uuids, ",");
+  env["FRACPACK_GPU_MEMORY_MIB"] = join(memory, ",");
+  env["FRACPACK_GPU_CORES_PERCENT"] = join(cores, ",");
   env["FRACPACK_GPU_ISOLATION"] = scheduling::isolation_name(isolated->isolation);
   for (const auto& [name, value] : isolated->env) env[name] = value;
   for (const Mount& m : isolated->mounts) {

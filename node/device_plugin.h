@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/contract/fracpack.h"
 #include "node/devices_and_pods.h"
 #include "node/isolation.h"
 #include "common/result.h"
@@ -42,7 +43,7 @@ class Server;
 namespace fracpack::node {
 
 struct DevicePluginOptions {
-  std::string resource = "fracpack.io/gpu";
+  std::string resource = std::string(k8s::kDefaultGpuResource);  // the agent sets the contract's device resource
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string socket = "fracpack-gpu.sock";
   int slots = 32;  // device IDs per card

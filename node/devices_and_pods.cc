@@ -1,5 +1,7 @@
 #include "node/devices_and_pods.h"
 
+#include <utility>
+
 #include <algorithm>
 #include <limits>
 
@@ -77,8 +79,16 @@ uint64_t DevicesAndPods::wait_devices(uint64_t seen, std::chrono::steady_clock::
   return devices_version_;
 }
 
-void DevicesAndPods::set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live) {
+void DevicesAndPods::set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live, std::vector<std::string> finished) {
   std::lock_guard lock(mu_);
+  for (const std::string& uid : finished) matcher_.verdict(uid);
+  const auto now = std::chrono::steady_clock::now();
+  std::map<std::string, std::chrono::steady_clock::time_point> seen;
+  for (const WaitingPod& p : pods) {
+    auto it = first_seen_.find(p.uid);
+    seen.emplace(p.uid, it == first_seen_.end() ? now : it->second);
+  }
+  first_seen_ = std::move(seen);
   matcher_.set_pods(std::move(pods), std::move(live));
   ++pods_version_;
   persist_locked();  // holdings of pods that are gone
@@ -88,6 +98,11 @@ void DevicesAndPods::set_pods(std::vector<WaitingPod> pods, std::map<std::string
 void DevicesAndPods::set_pod_check(CheckPod check) {
   std::lock_guard lock(mu_);
   check_ = std::move(check);
+}
+
+void DevicesAndPods::set_waiting_lister(ListWaiting list) {
+  std::lock_guard lock(mu_);
+  list_waiting_ = std::move(list);
 }
 
 void DevicesAndPods::wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const {
@@ -101,7 +116,23 @@ void DevicesAndPods::wait_for_candidate(std::unique_lock<std::mutex>& lock, int 
 
 Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
+  // The pods listed for this Allocate count only for it (mu_ is held
+  // whenever this runs: `lock` outlives it).
+  struct ForgetUnseen {
+    AllocationMatcher& matcher;
+    ~ForgetUnseen() { matcher.forget_unseen(); }
+  } forget_unseen{matcher_};
+  CallEnd call_end{last_call_};  // declared after `lock`: runs with mu_ held
+  merge_stale_locked();
+  if (no_pod_could_be_asked(lock, devices)) {
+    // The matcher's refusal (no pod waits), without ending the admission
+    // kubelet may be in the middle of: this call is not part of it.
+    return matcher_.peek(devices);
+  }
   for (;;) {
+    // The last refusal was ambiguity: which of its pods kubelet failed
+    // decides this answer.
+    if (matcher_.awaits_verdict(devices)) settle_undecided(lock, devices, std::min(deadline, std::chrono::steady_clock::now() + kUndecidedWait));
     // Only a settled answer is served or refused: a refusal ends the pod
     // kubelet was in the middle of, so waiting must not.
     wait_for_candidate(lock, devices, deadline);
@@ -158,6 +189,37 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
         if (!again || again->pod_uid != found->pod_uid || again->container != found->container) continue;
       }
     }
+    if (found && list_waiting_ && matcher_.begins_pod(*found)) {
+      // kubelet may be admitting a pod bound here that the watch has not
+      // shown yet: the API server's list now holds every pod kubelet knows.
+      ListWaiting list = list_waiting_;
+      const uint64_t seen = pods_version_;
+      Result<std::vector<WaitingPod>> listed = Error{"not listed"};
+      for (;;) {
+        lock.unlock();
+        listed = list();
+        lock.lock();
+        if (listed || stopped_ || std::chrono::steady_clock::now() >= deadline) break;
+        changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(200)), [&] { return stopped_; });
+      }
+      if (!listed) {
+        // kubelet fails the pod it admits, which may be one the watch does
+        // not show: `found` is not excluded for it (the next pod would get
+        // its cards), but the next Allocate first asks whether it failed.
+        matcher_.add_undecided({{found->pod_uid, found->pod_key}});
+        persist_locked();
+        return Error{"cannot list the pods bound to this node with the API server (to tell which pod kubelet is admitting): " +
+                     listed.message()};
+      }
+      matcher_.add_unseen(*listed);
+      // The watch moved while the list was read: match again (the list is
+      // read again for whichever pod is then found).
+      if (pods_version_ != seen && std::chrono::steady_clock::now() < deadline && !stopped_) continue;
+      auto again = matcher_.peek(devices);
+      // Ambiguous now: refused below (matcher_.allocate answers the same).
+      if (again && (again->pod_uid != found->pod_uid || again->container != found->container)) continue;
+      if (!again) found = again;
+    }
     if (found) {
       if (Status fits = within_capacity(*found); !fits.ok()) {
         matcher_.exclude(found->pod_uid, fits.message());  // kubelet fails the pod, as above
@@ -168,6 +230,42 @@ Result<Assignment> DevicesAndPods::allocate(int devices, std::chrono::steady_clo
     auto a = matcher_.allocate(devices);
     persist_locked();
     return a;
+  }
+}
+
+void DevicesAndPods::settle_undecided(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point until) {
+  while (matcher_.awaits_verdict(devices) && !stopped_) {
+    const auto members = matcher_.undecided();
+    if (check_) {
+      CheckPod check = check_;
+      for (const auto& [uid, key] : members) {
+        if (std::chrono::steady_clock::now() >= until || stopped_) break;  // each read may take the client's timeout
+        if (!matcher_.is_undecided(uid)) continue;  // settled meanwhile (the watch)
+        lock.unlock();
+        const PodCheck c = check(Assignment{uid, key, "", {}, {}});
+        lock.lock();
+        if (!c.settled || c.status.ok()) continue;  // unknown, or still waiting
+        if (c.failed) {
+          matcher_.verdict(uid);  // kubelet's verdict
+        } else {
+          matcher_.exclude(uid);  // deleted or re-created: no verdict
+          matcher_.drop_undecided(uid);
+        }
+      }
+    } else {
+      // No API server to ask: a pod the watch shows leaving is taken for
+      // the verdict.
+      for (const auto& [uid, key] : members) {
+        if (!matcher_.waits(uid)) matcher_.verdict(uid);
+      }
+    }
+    // Not known in time (kubelet asking again for the pod it is still
+    // admitting, or its status late): the pods stay undecided, and the
+    // matcher refuses the one it would choose.
+    if (!matcher_.awaits_verdict(devices) || std::chrono::steady_clock::now() >= until) return;
+    const uint64_t seen = pods_version_;
+    changed_.wait_until(lock, std::min(until, std::chrono::steady_clock::now() + kUndecidedPoll),
+                        [&] { return stopped_ || pods_version_ != seen; });
   }
 }
 
@@ -216,21 +314,74 @@ Status DevicesAndPods::within_capacity(const Assignment& a) const {
 
 void DevicesAndPods::persist_locked() {
   if (!persist_) return;
-  AgentState now{matcher_.served(), matcher_.last_uid(), matcher_.holdings()};
+  AgentState now{matcher_.served(), matcher_.last_uid(), matcher_.holdings(), matcher_.undecided(), matcher_.verdicts_owed(),
+                 matcher_.excluded()};
   if (now == persisted_) return;
   persisted_ = std::move(now);
   persist_(persisted_);
 }
 
-Result<Assignment> DevicesAndPods::peek(int devices, std::chrono::steady_clock::time_point deadline) const {
+Result<Assignment> DevicesAndPods::peek(int devices, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
+  CallEnd call_end{last_call_};
+  merge_stale_locked();
+  // kubelet asks before it allocates, for the same pod: waiting would
+  // steer a stray call to the next pod's cards.
+  if (no_pod_could_be_asked(lock, devices)) return matcher_.peek(devices);
+  // kubelet's verdict on an earlier refusal decides the answer here too
+  // (else kubelet is steered to no card's IDs, and the Allocate after is
+  // served on IDs of another card than its own).
+  if (matcher_.awaits_verdict(devices)) settle_undecided(lock, devices, std::min(deadline, std::chrono::steady_clock::now() + kUndecidedWait));
   wait_for_candidate(lock, devices, deadline);
   return matcher_.peek(devices);
+}
+
+bool DevicesAndPods::no_pod_could_be_asked(std::unique_lock<std::mutex>& lock, int devices) {
+  auto nothing_waits = [&] { return !matcher_.peek(devices).ok() && matcher_.lacks_candidate(devices); };
+  if (!list_waiting_ || !nothing_waits()) return false;
+  // No pod the watch shows: kubelet may know one bound a moment ago (the
+  // watch behind), and then the API server lists it. If it lists none,
+  // the call is not a pod's admission (found on the real tier, Real.E,
+  // 2026-11-28: kubelet 1.20 re-allocated devices for a pod deleted a
+  // moment before, as its sandbox was restarted; waiting, that Allocate
+  // was answered with the cards of the next pod bound, and the next pod's
+  // own Allocate found nothing left).
+  ListWaiting list = list_waiting_;
+  lock.unlock();
+  const Result<std::vector<WaitingPod>> listed = list();
+  lock.lock();
+  return listed && nothing_waits() && !matcher_.lists_candidate(*listed, devices);
 }
 
 void DevicesAndPods::kubelet_restarted() {
   std::lock_guard lock(mu_);
   matcher_.merge_arrivals();
+}
+
+void DevicesAndPods::merge_stale_locked() {
+  // kubelet busy admitting others (a burst, a refusal's wait) is not
+  // kubelet missing a pod: only a pod kubelet left unasked while it asked
+  // for nothing at all, that long.
+  const auto now = std::chrono::steady_clock::now();
+  const auto previous_call = std::exchange(last_call_, now);
+  if (now - previous_call < stale_wait_) return;
+  const auto cutoff = now - stale_wait_;
+  for (const auto& [uid, at] : first_seen_) {
+    if (at <= cutoff && matcher_.unasked(uid)) {
+      matcher_.merge_arrivals();
+      return;
+    }
+  }
+}
+
+void DevicesAndPods::set_stale_wait(std::chrono::milliseconds wait) {
+  std::lock_guard lock(mu_);
+  stale_wait_ = wait;
+}
+
+void DevicesAndPods::merge_arrivals_upto(uint64_t arrival) {
+  std::lock_guard lock(mu_);
+  matcher_.merge_arrivals_upto(arrival);
 }
 
 size_t DevicesAndPods::waiting_pods() const {
@@ -246,7 +397,8 @@ void DevicesAndPods::set_persist(Persist persist) {
 void DevicesAndPods::restore(AgentState state) {
   std::lock_guard lock(mu_);
   persisted_ = state;
-  matcher_.restore(std::move(state.served), std::move(state.last_uid), std::move(state.holdings));
+  matcher_.restore(std::move(state.served), std::move(state.last_uid), std::move(state.holdings), std::move(state.undecided),
+                   state.verdicts_owed, state.refused);
 }
 
 void DevicesAndPods::stop() {

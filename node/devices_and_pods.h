@@ -48,7 +48,12 @@ class DevicesAndPods {
   uint64_t wait_devices(uint64_t seen, std::chrono::steady_clock::time_point deadline) const;
 
   // The pods waiting on the node, and the other live pods there (pod_watch.h).
-  void set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live = {});
+  // `finished`: pods the watch saw go from waiting to failed at admission
+  // (records.h failed_at_allocate: kubelet's verdict on a refusal,
+  // AllocationMatcher::verdict), seen
+  // before any deletion that follows (a controller replacing a failed pod
+  // at once would otherwise leave the refusal without its verdict).
+  void set_pods(std::vector<WaitingPod> pods, std::map<std::string, LivePod> live = {}, std::vector<std::string> finished = {});
   // Serves kubelet's Allocate of `devices` IDs: while no record matches,
   // waits for the pod watch (a bind the agent has not seen yet) until
   // `deadline`, then refuses with the matcher's reason. The pod found is
@@ -69,18 +74,32 @@ class DevicesAndPods {
   struct PodCheck {
     Status status;
     bool settled = true;  // false: the read failed, the answer is unknown
+    bool failed = false;  // kubelet failed it at admission (records.h failed_at_allocate): its verdict on a refusal
   };
   // Confirms with the API server that the pod still waits here with this
   // container's cards; an Assignment without a container asks only whether
   // the pod still waits here (a pod whose record cannot serve).
   using CheckPod = std::function<PodCheck(const Assignment&)>;
   void set_pod_check(CheckPod check);
+  // The pods the API server lists as waiting on this node (what kubelet
+  // may know): read when an Allocate begins a pod, so that one kubelet
+  // knows and the watch does not yet can make the answer ambiguous
+  // (AllocationMatcher::add_unseen). An error is a failed read, tried
+  // again until the deadline, then a refusal. Called without the lock.
+  using ListWaiting = std::function<Result<std::vector<WaitingPod>>()>;
+  void set_waiting_lister(ListWaiting list);
   // What allocate would answer (GetPreferredAllocation), waiting for the
-  // pod watch the same way.
-  Result<Assignment> peek(int devices, std::chrono::steady_clock::time_point deadline) const;
+  // pod watch and kubelet's verdicts the same way.
+  Result<Assignment> peek(int devices, std::chrono::steady_clock::time_point deadline);
   size_t waiting_pods() const;
   // kubelet restarted (the device plugin saw its socket recreated).
   void kubelet_restarted();
+  // How long a pod may wait unasked before kubelet is taken to have missed
+  // it (5 s; merge_stale_locked).
+  void set_stale_wait(std::chrono::milliseconds wait);
+  // kubelet may relist (PodWatch::watch_interrupted): the pods waiting, and
+  // those arriving up to `arrival`, have no known order among themselves.
+  void merge_arrivals_upto(uint64_t arrival);
 
   // What the matcher has served survives the agent's restart (a pod whose
   // containers were all allocated but that is not running yet must not be
@@ -99,6 +118,38 @@ class DevicesAndPods {
   // Until `devices` has a candidate, or none can come (ambiguity, stop,
   // `deadline`).
   void wait_for_candidate(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point deadline) const;
+  // While the pod the matcher would choose for `devices` may be one kubelet
+  // failed on an earlier refusal (AllocationMatcher::undecided), at most
+  // until `until`: asks the API server for kubelet's verdicts, or the watch
+  // shows them.
+  void settle_undecided(std::unique_lock<std::mutex>& lock, int devices, std::chrono::steady_clock::time_point until);
+  // kubelet reports a rejected pod's status at once; its Allocate holds
+  // kubelet's pod loop, so the wait is short: a status this late is one
+  // that is not coming soon (kubelet asking again for the pod it still
+  // admits, its status update failed), and the choice is refused.
+  static constexpr std::chrono::milliseconds kUndecidedWait{2000};
+  // A pod kubelet has not asked for this long after the agent saw it bound
+  // (AllocationMatcher::unasked), while kubelet asked for nothing at all,
+  // is one kubelet's watch has not delivered (its watch broke; the
+  // agent's did not): kubelet will take it in a relist, with every pod
+  // waiting then (merge_stale_locked).
+  std::chrono::milliseconds stale_wait_{5000};
+  // With mu_ held (released while the API server is asked): whether no pod
+  // the watch shows, nor one the API server lists, could be the one a call
+  // for `devices` is about — then it is no pod's admission and is answered
+  // at once, not after waiting for the next pod.
+  bool no_pod_could_be_asked(std::unique_lock<std::mutex>& lock, int devices);
+  // With mu_ held: the matcher's arrivals merged when a waiting pod is stale.
+  void merge_stale_locked();
+  std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;  // waiting pod uid -> when set_pods first had it
+  std::chrono::steady_clock::time_point last_call_{};                       // kubelet's last Allocate or preference, begun or ended
+  // Stamps last_call_ when a call ends too: a call that waited long (for a
+  // pod, a verdict, the API server) is kubelet busy, not idle.
+  struct CallEnd {
+    std::chrono::steady_clock::time_point& at;
+    ~CallEnd() { at = std::chrono::steady_clock::now(); }
+  };
+  static constexpr std::chrono::milliseconds kUndecidedPoll{250};
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
@@ -116,6 +167,7 @@ class DevicesAndPods {
   Persist persist_;
   AgentState persisted_;  // what persist_ was last given
   CheckPod check_;
+  ListWaiting list_waiting_;
   bool stopped_ = false;
 };
 

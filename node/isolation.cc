@@ -2,18 +2,13 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 
 namespace fracpack::node {
 
 namespace {
 
 using scheduling::CardIsolation;
-
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
-  return out;
-}
 
 int64_t memory_of(const scheduling::CardShare& share, const GpuDevice& card) { return share_memory_mib(share, card); }
 // Compute in milli: a whole card (or a record without compute) 1000.
@@ -56,7 +51,7 @@ Result<ContainerIsolation> isolate(const Assignment& a, const std::vector<const 
     // limits, per visible card in the record's order (CUDA_VISIBLE_DEVICES
     // numbers them: MPS's limits name devices by ordinal).
     out.env["CUDA_MPS_PIPE_DIRECTORY"] = options.mps_pipe_dir();
-    out.env["CUDA_VISIBLE_DEVICES"] = join(uuids);
+    out.env["CUDA_VISIBLE_DEVICES"] = join(uuids, ",");
     std::vector<std::string> limits;
     bool limited = false;
     int cores = scheduling::kCardMilli;
@@ -66,7 +61,7 @@ Result<ContainerIsolation> isolate(const Assignment& a, const std::vector<const 
       limits.push_back(std::to_string(i) + "=" + std::to_string(mib) + "M");
       cores = std::min(cores, cores_of(a.cards[i]));
     }
-    if (limited || cores < scheduling::kCardMilli) out.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits);
+    if (limited || cores < scheduling::kCardMilli) out.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits, ",");
     // MPS takes a whole percent; a share of 0.5 % still gets 1 %.
     if (cores < scheduling::kCardMilli) out.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(std::max(1, cores / 10));
     out.mounts.push_back(Mount{options.mps_pipe_dir(), options.mps_pipe_dir(), false});

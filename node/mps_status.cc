@@ -7,17 +7,31 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
+#include "common/json/write.h"
 #include "common/time.h"
 
 namespace fracpack::node {
 
 using Tree = nlohmann::json;
 
+// (Keys in the order nlohmann's tree wrote them, sorted: the file is the same.)
 std::string format_mps_status(const MpsStatus& s) {
-  Tree t = {{"state", s.state},       {"heartbeat", format_rfc3339(s.heartbeat)}, {"pid", s.pid},
-            {"cards", s.cards},       {"restarts", s.restarts},                  {"message", s.message}};
-  return t.dump() + "\n";
+  std::string out = "{\"cards\":[";
+  for (size_t i = 0; i < s.cards.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    append_json_string(out, s.cards[i]);
+  }
+  out.push_back(']');
+  append_json_field(out, "heartbeat", format_rfc3339(s.heartbeat));
+  append_json_field(out, "message", s.message);
+  out += ",\"pid\":" + std::to_string(s.pid);
+  out += ",\"restarts\":" + std::to_string(s.restarts);
+  append_json_field(out, "state", s.state);
+  out += "}\n";
+  return out;
 }
+
+// Reading the file whole into a tree: a small, cold read of every field.
 
 Result<MpsStatus> parse_mps_status(std::string_view text) {
   const Tree t = Tree::parse(text, nullptr, false);

@@ -8,6 +8,7 @@
 // tie-break: kubelet admits them in that order).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -20,8 +21,17 @@
 
 namespace fracpack::node {
 
-// The field selector of the agent's pod informer.
+// The field selector of the agent's pod informer: kubelet's own.
 std::string pods_on_node_selector(const std::string& node);
+
+// The pod as the matcher sees it, or nothing when it is not on `node`, does
+// not wait for kubelet (records.h: may_wait) or asks nothing of the
+// contract's device resource.
+std::optional<WaitingPod> waiting_on_node(const k8s::Pod& pod, const RecordRules& rules, const std::string& node);
+// The waiting pods of a PodList (the API server's answer to the informer's
+// query), as waiting_on_node reads each.
+Result<std::vector<WaitingPod>> waiting_in_list(std::string_view list_json, const RecordRules& rules, const std::string& node,
+                                                const k8s::Selection& selection);
 
 class PodWatch : public k8s::InformerSink {
  public:
@@ -32,6 +42,19 @@ class PodWatch : public k8s::InformerSink {
   void end_list(const std::string& resource_version) override;
   void abort_list() override;
   Result<std::string> event(k8s::WatchEventType type, std::string_view object_json) override;
+  // The API server went away or refused the watch: kubelet's watch of it
+  // broke too, and kubelet relists — it takes the pods bound meanwhile, and
+  // those still waiting, in one batch, oldest first, ties (the same second)
+  // in no set order. Until kRelistWindow after the last interruption, the
+  // pods first seen bound share one arrival with those waiting (the
+  // matcher's "seen together": only equivalent ones are told apart).
+  // Found on the real tier (Real.E2, 2026-11-28): six pods created in the
+  // same second were bound during kube-apiserver's restart; the agent's
+  // watch showed them one by one, kubelet relisted 12 s later and admitted
+  // restart-0, bound last, first; the agent answered with restart-2's
+  // cards (the earliest seen, same creation second).
+  void watch_interrupted() override;
+  static constexpr std::chrono::seconds kRelistWindow{60};
 
   // A complete list has been applied (Allocate answers can be trusted).
   bool synced() const;
@@ -47,7 +70,9 @@ class PodWatch : public k8s::InformerSink {
   // or not on this node); `arrival` for a newly waiting one.
   void place(const k8s::Pod& pod, bool deleted, std::map<std::string, WaitingPod>& waiting, std::map<std::string, LivePod>& live,
              uint64_t arrival);
-  void publish();  // with mu_ held
+  // With mu_ held. `finished`: pods that were waiting and kubelet has
+  // failed at admission (its verdict, DevicesAndPods::set_pods).
+  void publish(std::vector<std::string> finished = {});
 
   DevicesAndPods& state_;
   const std::string node_;
@@ -58,9 +83,17 @@ class PodWatch : public k8s::InformerSink {
   std::map<std::string, WaitingPod> listing_;  // a list in progress
   std::map<std::string, LivePod> live_;        // uid -> live pod that no longer waits (the agent's account)
   std::map<std::string, LivePod> live_listing_;
+  // Waiting pods the list in progress shows failed at admission
+  // (failed_at_allocate).
+  std::vector<std::string> finished_listing_;
   bool synced_ = false;
   uint64_t arrivals_ = 0;      // the last arrival number given (WaitingPod::arrival)
   uint64_t list_arrival_ = 0;  // the one the list in progress gives its new pods
+  // watch_interrupted(): until then, new pods get `window_arrival_`.
+  std::chrono::steady_clock::time_point window_until_{};
+  uint64_t window_arrival_ = 0;
+  // The arrival a pod first seen now gets (with mu_ held).
+  uint64_t next_arrival();
 };
 
 }  // namespace fracpack::node

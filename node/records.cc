@@ -43,6 +43,8 @@ const k8s::Contract& contract_of(const RecordRules& rules) {
   return rules.contract ? *rules.contract : kDefault;
 }
 
+bool failed_at_allocate(const k8s::Pod& pod) { return pod.phase == "Failed" && pod.reason == "UnexpectedAdmissionError"; }
+
 bool may_wait(const k8s::Pod& pod) { return !pod.node_name.empty() && !pod.terminal() && !pod.meta.deleting && pod.phase != "Running"; }
 
 namespace {

@@ -67,5 +67,11 @@ const k8s::Contract& contract_of(const RecordRules& rules);
 // Whether the pod still waits for kubelet's Allocate: bound to the node,
 // not finished, not being deleted, not running.
 bool may_wait(const k8s::Pod& pod);
+// Whether kubelet failed the pod at admission for an Allocate answer
+// (phase Failed, reason UnexpectedAdmissionError, as kubelet 1.20 sets
+// them): its verdict on a refusal of the agent's. A pod failed otherwise
+// (another admission handler: node pressure, sysctls) is dead too, but
+// says nothing of which pod a refusal hit.
+bool failed_at_allocate(const k8s::Pod& pod);
 
 }  // namespace fracpack::node

@@ -108,14 +108,6 @@ bool assign(const PodRequest& pod, const NodeState& node, const CardRanker& rank
 // The allocation record of an assignment.
 Allocation materialize(const PodRequest& pod, const NodeState& node, const Picks& picks);
 
-// Whether `allocation` holds at most what `pod` asks: each of its containers
-// asks for GPUs (as an init container when the record says init), has the
-// cards it asks, no more, distinct, and on each card at most the memory and
-// compute it asks (a percentage of memory against that card's size, when
-// `node` knows it). A record that holds more than the request is not the
-// extender's: the error says which container and card.
-Status allocation_within_request(const PodRequest& pod, const Allocation& allocation, const NodeSpec* node);
-
 // Maximum number of search steps for pods with several GPU containers.
 inline constexpr int kSearchBudget = 20000;
 

@@ -1,10 +1,11 @@
 #include "scheduling/ledger.h"
 
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <string>
+
+#include "common/text.h"
 
 namespace fracpack::scheduling {
 
@@ -263,7 +264,7 @@ int Ledger::confirm(const PodFacts& pod, Allocation allocation) {
   int over = 0;
   const NodeState& node = nodes_.at(node_name);
   for (size_t p = 0; p < node.use_.size(); ++p) {
-    if (node.use_[p].cores > kCardMilli || node.free_memory(p) < 0) ++over;
+    if (node.overcommitted(p)) ++over;
   }
   return over;
 }
@@ -332,67 +333,6 @@ uint64_t Ledger::next_stamp() {
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-void Ledger::NameIndex::grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
-  const size_t mask = slots_.size() - 1;
-  for (const Slot& s : old) {
-    if (s.node == nullptr) continue;
-    size_t i = s.hash & mask;
-    while (slots_[i].node != nullptr) i = (i + 1) & mask;
-    slots_[i] = s;
-  }
-}
-
-void Ledger::NameIndex::insert(NodeState* node) {
-  if ((size_ + 1) * 2 > slots_.size()) grow();
-  const uint64_t h = std::hash<std::string_view>{}(node->name());
-  const size_t mask = slots_.size() - 1;
-  size_t i = h & mask;
-  while (slots_[i].node != nullptr) {
-    if (slots_[i].hash == h && slots_[i].node->name() == node->name()) {
-      slots_[i].node = node;
-      return;
-    }
-    i = (i + 1) & mask;
-  }
-  slots_[i] = Slot{h, node};
-  ++size_;
-}
-
-NodeState* Ledger::NameIndex::find(std::string_view name) const {
-  if (slots_.empty()) return nullptr;
-  const uint64_t h = std::hash<std::string_view>{}(name);
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = h & mask; slots_[i].node != nullptr; i = (i + 1) & mask) {
-    if (slots_[i].hash == h && slots_[i].node->name() == name) return slots_[i].node;
-  }
-  return nullptr;
-}
-
-void Ledger::NameIndex::erase(std::string_view name) {
-  if (slots_.empty()) return;
-  const uint64_t h = std::hash<std::string_view>{}(name);
-  const size_t mask = slots_.size() - 1;
-  size_t i = h & mask;
-  while (slots_[i].node != nullptr && !(slots_[i].hash == h && slots_[i].node->name() == name)) i = (i + 1) & mask;
-  if (slots_[i].node == nullptr) return;
-  // Backward-shift deletion: later entries of the probe run move up, so no
-  // tombstones are needed.
-  size_t hole = i;
-  for (size_t j = (hole + 1) & mask; slots_[j].node != nullptr; j = (j + 1) & mask) {
-    const size_t home = slots_[j].hash & mask;
-    // Move j into the hole if its home is not in (hole, j] cyclically.
-    const bool between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-    if (!between) {
-      slots_[hole] = slots_[j];
-      hole = j;
-    }
-  }
-  slots_[hole] = Slot{};
-  --size_;
-}
-
 const PodRecord* Ledger::pod(std::string_view uid) const {
   auto it = pods_.find(std::string(uid));
   return it == pods_.end() ? nullptr : &it->second;
@@ -402,16 +342,13 @@ int Ledger::overcommitted_cards() const {
   int over = 0;
   for (const auto& [name, node] : nodes_) {
     for (size_t p = 0; p < node.use_.size(); ++p) {
-      if (node.use_[p].cores > kCardMilli || node.free_memory(p) < 0) ++over;
+      if (node.overcommitted(p)) ++over;
     }
   }
   return over;
 }
 
-std::string_view namespace_of_key(std::string_view key) {
-  const size_t slash = key.find('/');
-  return slash == std::string_view::npos ? std::string_view{} : key.substr(0, slash);
-}
+std::string_view namespace_of_key(std::string_view key) { return split_object_key(key).namespace_name; }
 
 QuotaUse Ledger::namespace_use(std::string_view namespace_name) const {
   auto it = namespace_use_.find(std::string(namespace_name));
@@ -453,18 +390,6 @@ void Ledger::count_cards(const NodeSpec& spec, int sign) {
 std::pair<int64_t, int64_t> Ledger::card_memory_bounds() const {
   if (card_memory_.empty()) return {0, 0};
   return {card_memory_.begin()->first, card_memory_.rbegin()->first};
-}
-
-Ledger::QuotaCheck Ledger::check_quota(std::string_view namespace_name, const PodRequest& pod, std::string_view except_uid) const {
-  const std::vector<QuotaLimit>* limits = quota(namespace_name);
-  if (limits == nullptr) return {};
-  if (!quota_depends_on_card(*limits, pod)) return {quota_admits(namespace_name, quota_use(pod), except_uid), false};
-  const auto [smallest, largest] = card_memory_bounds();
-  if (Status s = quota_admits(namespace_name, quota_use(pod, largest), except_uid); s.ok()) return {};
-  // Refused even on the smallest card: on every node (the message names
-  // what the smallest would count).
-  if (Status s = quota_admits(namespace_name, quota_use(pod, smallest), except_uid); !s.ok()) return {s, false};
-  return {Status::Ok(), true};
 }
 
 Status Ledger::check_invariants(bool capacity) const {

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "scheduling/model.h"
+#include "scheduling/name_index.h"
 #include "scheduling/quota.h"
 #include "common/result.h"
 
@@ -60,6 +61,14 @@ struct CardUse {
 // A node with its current usage. Read-only outside the ledger.
 struct PodRecord;
 
+// The over-committed card, one rule for the ledger, the store, the bind
+// fence's recheck and the reconciler: the charges on it sum past 1000 milli
+// of compute or past its memory. (Which records are charged is the ledger's
+// rule, k8s/ledger_builder.h: a record it rejects is not counted.)
+constexpr bool card_over_capacity(int cores, int64_t memory_mib, int64_t capacity_mib) {
+  return cores > kCardMilli || memory_mib > capacity_mib;
+}
+
 class NodeState {
  public:
   const NodeSpec& spec() const { return spec_; }
@@ -75,6 +84,8 @@ class NodeState {
 
   int free_cores(size_t pos) const { return kCardMilli - use_[pos].cores; }
   int64_t free_memory(size_t pos) const { return spec_.cards[pos].memory_mib - use_[pos].memory_mib; }
+  // The card at `pos` is over-committed (card_over_capacity).
+  bool overcommitted(size_t pos) const { return card_over_capacity(use_[pos].cores, use_[pos].memory_mib, spec_.cards[pos].memory_mib); }
   // Position of the card with this device index, or -1.
   int position_of(int index) const;
 
@@ -157,20 +168,9 @@ class Ledger {
   // (but the pod `except_uid`: a pod judged again while its own reservation
   // is held is not counted twice).
   Status quota_admits(std::string_view namespace_name, const QuotaUse& asked, std::string_view except_uid = {}) const;
-  // How the pod's namespace's quota judges it before its cards are chosen
-  // (filter, the replay's Scheduler): `admitted` on every node, or why on
-  // none; or, where its use depends on the card (a memory limit and a
-  // share sized by the card) and lies between what the cluster's smallest
-  // and largest cards would make it, `per_node`: to be checked on each
-  // node's own cards (quota_use of the allocation). A namespace far from
-  // its limits is thus judged once, not per node.
-  struct QuotaCheck {
-    Status admitted = Status::Ok();
-    bool per_node = false;
-  };
-  QuotaCheck check_quota(std::string_view namespace_name, const PodRequest& pod, std::string_view except_uid = {}) const;
   // The memory of the smallest and the largest card of the present nodes
-  // (0 and 0 without cards).
+  // (0 and 0 without cards): what bounds a share sized by the card
+  // (scheduling/quota_gate.h).
   std::pair<int64_t, int64_t> card_memory_bounds() const;
 
   // --- pods ---
@@ -253,24 +253,8 @@ class Ledger {
 
   std::map<std::string, NodeState, std::less<>> nodes_;
   // The same nodes by name, for the extender's thousands of lookups per
-  // request: open addressing with linear probing over (hash, node) pairs,
-  // one cache line per probe instead of a chain of list nodes.
-  class NameIndex {
-   public:
-    void insert(NodeState* node);
-    void erase(std::string_view name);
-    NodeState* find(std::string_view name) const;
-
-   private:
-    struct Slot {
-      uint64_t hash = 0;
-      NodeState* node = nullptr;
-    };
-    void grow();
-    std::vector<Slot> slots_;  // capacity a power of two, at most half full
-    size_t size_ = 0;
-  };
-  NameIndex by_name_;
+  // request (scheduling/name_index.h).
+  NameIndex<NodeState> by_name_;
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
   // The last kJournal changes (version, slot), a ring in version order;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "scheduling/quota_gate.h"
+
 namespace fracpack::scheduling {
 
 Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::vector<std::string> order)
@@ -17,15 +19,13 @@ Scheduler::Scheduler(Ledger& ledger, Policy& policy, FitOptions options, std::ve
 
 Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
   Decision d;
-  // The namespace's GPU quota (scheduling/quota.h), as the extender's
-  // filter checks it (Ledger::check_quota): once for every node, or on each
-  // node's own cards.
-  const Ledger::QuotaCheck quota = pod.wants_gpu() ? ledger_.check_quota(pod.namespace_name, pod) : Ledger::QuotaCheck{};
-  if (!quota.admitted.ok()) {
-    d.reason = quota.admitted.message();
+  // The namespace's GPU quota, as the extender's filter checks it
+  // (scheduling/quota_gate.h): once for every node, or on each node's cards.
+  const QuotaGate quota(ledger_, pod.namespace_name, pod);
+  if (!quota.everywhere().ok()) {
+    d.reason = quota.everywhere().message();
     return d;
   }
-  const bool quota_per_node = quota.per_node;
   std::string over_quota;  // the first node's quota refusal, when that is why none fits
   const bool cacheable = policy_.cacheable();
   std::vector<DecisionCache::Entry>* entries = cacheable ? &cache_.entries(pod, nodes_.size()) : nullptr;
@@ -43,11 +43,9 @@ Decision Scheduler::schedule(const PodRequest& pod, bool commit, bool explain) {
       judge(pod, node, policy_, options_, /*explain=*/false, e.verdict);
     }
     if (!e.verdict.fits) continue;
-    if (quota_per_node) {
-      if (Status s = ledger_.quota_admits(pod.namespace_name, quota_use(materialize(pod, node, e.verdict.picks))); !s.ok()) {
-        if (over_quota.empty()) over_quota = s.message();
-        continue;
-      }
+    if (Status s = quota.admits(node, e.verdict.picks); !s.ok()) {
+      if (over_quota.empty()) over_quota = s.message();
+      continue;
     }
     ++d.feasible;
     if (best < 0 || e.verdict.score > best_score) {
@@ -81,11 +79,9 @@ Decision Scheduler::schedule_on(const PodRequest& pod, const NodeState& node, bo
     d.reason = "no node fits";
     return d;
   }
-  if (pod.wants_gpu() && ledger_.quota(pod.namespace_name) != nullptr) {
-    if (Status s = ledger_.quota_admits(pod.namespace_name, quota_use(materialize(pod, node, e.verdict.picks))); !s.ok()) {
-      d.reason = s.message();
-      return d;
-    }
+  if (Status s = QuotaGate(ledger_, pod.namespace_name, pod).admits(node, e.verdict.picks); !s.ok()) {
+    d.reason = s.message();
+    return d;
   }
   d.feasible = 1;
   const Picks picks = e.verdict.picks;

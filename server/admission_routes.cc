@@ -13,7 +13,7 @@ void AdmissionRoutes::handle(HttpRequest&& request, Reply reply) {
   if (path != "/validate") return reply(HttpResponse{404, error_body("only POST /validate (admission reviews) and GET /healthz are served here")});
   if (request.method != "POST") return reply(HttpResponse{405, error_body("use POST for /validate")});
   const auto started = std::chrono::steady_clock::now();
-  auto decided = k8s::review_admission(request.body, policy_);
+  auto decided = k8s::review_admission(request.body.text(), policy_);
   HttpResponse r;
   if (!decided) {
     metrics_.admission("bad_request");

@@ -10,6 +10,8 @@
 #include "scheduling/fit.h"
 #include "scheduling/preemption.h"
 #include "scheduling/quota.h"
+#include "scheduling/quota_gate.h"
+#include "server/answers.h"
 #include "server/reply_cache.h"
 #include "server/log.h"
 
@@ -20,8 +22,6 @@ using scheduling::Ledger;
 using scheduling::NodeState;
 using scheduling::Verdict;
 
-HttpResponse json_response(int status, std::string body) { return HttpResponse{status, std::move(body)}; }
-HttpResponse bad_request(const std::string& message) { return json_response(400, error_body(message)); }
 
 }  // namespace
 
@@ -101,11 +101,11 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
       for (const auto& n : *args->node_names) reply.pass(n);
     }
     if (reply.over_budget()) return reply_too_large(options_.max_reply_bytes);
-    return json_response(200, reply.finish("", no_nodes));
+    return HttpResponse(200, reply.finish("", no_nodes));
   }
   const bool first_seen = recent_.remember(pod);
   auto req = contract_.pod_request(pod);
-  if (!req) return json_response(200, reply.finish("pod " + pod.key() + ": " + req.message(), no_nodes));
+  if (!req) return HttpResponse(200, reply.finish("pod " + pod.key() + ": " + req.message(), no_nodes));
 
   FilterTally tally;
   std::optional<FilterReplyCache::Reply> kept;  // a kept reply, when names mode answers with one
@@ -122,15 +122,12 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
     // The policy counts each pod once, when it first arrives (placed or
     // not), before judging it, as the replay does.
     if (first_seen) evaluator_.observe(*req, ledger);
-    // The namespace's GPU quota (scheduling/quota.h), judged once for every
-    // node unless a memory limit meets a share sized by the card and the
-    // cluster's smallest and largest cards disagree: then each node's chosen
-    // cards are checked (and no kept reply answers, as it knows nothing of
-    // quotas).
-    const std::string& ns = pod.meta.namespace_name;
-    const Ledger::QuotaCheck quota = ledger.check_quota(ns, *req, pod.meta.uid);
-    const bool quota_per_node = quota.per_node;
-    if (const Status& s = quota.admitted; !s.ok()) {
+    // The namespace's GPU quota (scheduling/quota_gate.h): judged once for
+    // every node, unless a share sized by the card meets a memory limit;
+    // then each node's chosen cards are counted (and no kept reply answers,
+    // as it knows nothing of quotas).
+    const scheduling::QuotaGate quota(ledger, pod.meta.namespace_name, *req, pod.meta.uid);
+    if (const Status& s = quota.everywhere(); !s.ok()) {
       // Refused on every node alike (not unresolvable: the quota may grow,
       // the namespace's pods may finish).
       Verdict refused;
@@ -145,16 +142,12 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
       }
       return 0;
     }
-    Verdict over_quota;
     // A fitting verdict whose cards on `node` would take the namespace past
     // its quota is a refusal.
-    // (A node the ledger does not know, from a Node object, may have cards
-    // outside the cluster's bounds: its own are checked whenever they matter.)
-    const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
-    const bool quota_on_projected = limits != nullptr && scheduling::quota_depends_on_card(*limits, *req);
+    Verdict over_quota;
     auto within_quota = [&](const NodeState& node, const Verdict& v) -> const Verdict& {
-      if (!(quota_per_node || (quota_on_projected && node.version() == 0)) || !v.fits) return v;
-      Status s = ledger.quota_admits(ns, scheduling::quota_use(scheduling::materialize(*req, node, v.picks)), pod.meta.uid);
+      if (!v.fits) return v;
+      Status s = quota.admits(node, v.picks);
       if (s.ok()) return v;
       over_quota = Verdict{};
       over_quota.reason = "pod " + pod.key() + ": " + s.message();
@@ -166,7 +159,7 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
       auto& names = *args->node_names;
       std::vector<uint8_t> repeated;
       auto list = names_.resolve(ledger, names, args->node_names_text, args->known_names, nodes, repeated);
-      if (auto generation = evaluator_.cache_generation(); list && generation && !quota_per_node) {
+      if (auto generation = evaluator_.cache_generation(); list && generation && !quota.per_node()) {
         kept = replies_.answer(list, repeated, nodes, *req, ledger, evaluator_, *generation, options_.max_reply_bytes);
         return 0;
       }
@@ -242,7 +235,7 @@ HttpResponse ExtenderService::filter(const PaddedText& body) {
   }
   tally.report(metrics_);
   if (reply.over_budget()) return reply_too_large(options_.max_reply_bytes);
-  return json_response(200, reply.finish("", no_nodes));
+  return HttpResponse(200, reply.finish("", no_nodes));
 }
 
 HttpResponse ExtenderService::prioritize(const PaddedText& body) {
@@ -264,7 +257,7 @@ HttpResponse ExtenderService::prioritize(const PaddedText& body) {
     drop_repeated(names, NodeNameCache::repeats(names));
     std::vector<k8s::HostPriority> zero(names.size());
     for (size_t i = 0; i < names.size(); ++i) zero[i].host = names[i];
-    return json_response(200, k8s::format_host_priorities(zero));
+    return HttpResponse(200, k8s::format_host_priorities(zero));
   }
   // Nodes ranked last below (a node lock, a bind in flight here) are
   // per-request: a kept reply answers only when there are none.
@@ -304,7 +297,7 @@ HttpResponse ExtenderService::prioritize(const PaddedText& body) {
   std::vector<k8s::HostPriority> out(names.size());
   for (size_t i = 0; i < names.size(); ++i) out[i] = k8s::HostPriority{names[i], scores[i]};
   rank_held_nodes_last(pod, out);
-  return json_response(200, k8s::format_host_priorities(out));
+  return HttpResponse(200, k8s::format_host_priorities(out));
 }
 
 bool ExtenderService::any_node_held() const {
@@ -327,7 +320,7 @@ void ExtenderService::rank_held_nodes_last(const k8s::Pod& pod, std::vector<k8s:
   }
 }
 
-HttpResponse ExtenderService::preempt(const std::string& body) {
+HttpResponse ExtenderService::preempt(std::string_view body) {
   auto args = k8s::parse_preemption_args(body, state_.selection());
   if (!args) return bad_request(args.message());
   if (!args->pod) return bad_request("ExtenderPreemptionArgs: no Pod");
@@ -342,12 +335,12 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
   if (!contract_.requests_gpu(pod)) {
     pass_through();  // not ours to judge
     metrics_.preempted("not_gpu");
-    return json_response(200, k8s::format_preemption_result(out));
+    return HttpResponse(200, k8s::format_preemption_result(out));
   }
   auto req = contract_.pod_request(pod);
   if (!req) {
     metrics_.preempted("invalid_pod");
-    return json_response(200, k8s::format_preemption_result(out));  // no preemption for a pod that cannot be placed
+    return HttpResponse(200, k8s::format_preemption_result(out));  // no preemption for a pod that cannot be placed
   }
   // kube-scheduler's dry run ignores the contract's resources
   // (ignoredByScheduler), so on a node where only cards are short it
@@ -379,27 +372,28 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
   const scheduling::FitOptions fit_options = evaluator_.options();
   state_.read([&](const Ledger& ledger) {
     const std::string& ns = pod.meta.namespace_name;
-    const std::vector<scheduling::QuotaLimit>* limits = ledger.quota(ns);
+    const scheduling::QuotaGate quota(ledger, ns, *req, pod.meta.uid);
     // Evicting pods never lets a pod past its namespace's GPU quota, unless
     // the victims are of its own namespace: a node whose victims leave the
     // preemptor over its quota is dropped (its bind would be refused, the
     // victims evicted for nothing, likely other teams'). Victims of the
     // preemptor's own namespace are not sought out when quota, not
     // capacity, blocks: such a pod waits for its namespace's pods to end.
-    auto within_quota = [&](const NodeState& node, const std::vector<std::string>& victims) {
-      if (limits == nullptr) return true;
-      // The card is not chosen yet: the node's largest card bounds what a
-      // share sized by the card counts.
-      int64_t largest = 0;
-      for (const auto& c : node.cards()) largest = std::max(largest, c.memory_mib);
-      scheduling::QuotaUse asked = scheduling::quota_use(*req, largest);
+    // The quota counts the cards the filter would give once the victims are
+    // gone, as filter and bind count them (scheduling/quota_gate.h).
+    auto within_quota = [&](const NodeState& node, const std::vector<std::string>& victims, bool victims_free_cards) {
+      if (ledger.quota(ns) == nullptr) return true;
       scheduling::QuotaUse freed;
       for (const std::string& uid : victims) {
         const scheduling::PodRecord* r = ledger.pod(uid);
         if (r != nullptr && scheduling::namespace_of_key(r->key) == ns) freed += r->quota;
       }
-      asked -= freed;
-      return ledger.quota_admits(ns, asked, pod.meta.uid).ok();
+      std::optional<NodeState> after;
+      if (victims_free_cards) after.emplace(ledger.project(node.spec(), victims));
+      const NodeState& there = after ? *after : node;
+      const Verdict v = evaluator_.evaluate_one(*req, there);
+      if (!v.fits) return false;  // the filter would not place it there either
+      return quota.admits(there, v.picks, freed).ok();
     };
     for (const auto& [node_name, uids] : args->victims) {
       const NodeState* node = ledger.node(node_name);
@@ -407,7 +401,7 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
       const int64_t pdb = args->pdb_violations.count(node_name) ? args->pdb_violations.at(node_name) : 0;
       auto choice = scheduling::choose_victims(*req, ledger, *node, candidates[node_name], fit_options);
       if (!choice) continue;  // even all of them would not free enough: drop the node
-      if (!within_quota(*node, choice->fits_already ? uids : choice->victims)) continue;
+      if (!within_quota(*node, choice->fits_already ? uids : choice->victims, !choice->fits_already)) continue;
       if (choice->fits_already) {
         // The cards are not what is short: kube-scheduler's victims stand
         // (none proposed: nothing to evict here; a node with no victims is
@@ -420,7 +414,7 @@ HttpResponse ExtenderService::preempt(const std::string& body) {
     return 0;
   });
   metrics_.preempted(out.empty() ? "none" : "victims");
-  return json_response(200, k8s::format_preemption_result(out));
+  return HttpResponse(200, k8s::format_preemption_result(out));
 }
 
 }  // namespace fracpack::server

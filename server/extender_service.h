@@ -51,7 +51,7 @@ class ExtenderService {
   // (The body as the transport read it: padded, parsed in place.)
   HttpResponse filter(const PaddedText& body);
   HttpResponse prioritize(const PaddedText& body);
-  HttpResponse preempt(const std::string& body);
+  HttpResponse preempt(std::string_view body);
 
  private:
   // A node whose agent is serving another pod's bind (the contract's node

@@ -1,29 +1,19 @@
 // The HTTP/1.1 server kube-scheduler talks to (Boost.Beast, after its
-// advanced async server example): one session object per connection,
-// living as long as its pending operation, on its own strand; several io
-// threads; keep-alive; optional TLS with the certificate reloaded when its
-// files change.
+// advanced async server example): it listens, accepts and starts one
+// session per connection (server/http_session.h: the read and write state
+// machine, its limits and framing checks), on several io threads, with
+// keep-alive and TCP_NODELAY; optional TLS, the certificate reloaded when
+// its files change (server/reloading_tls_context.h). Two budgets are shared
+// by all connections (server/connection_budget.h): request bodies held at
+// once, in bytes, and the connection cap, at which the connection idle the
+// longest makes room for a new one; only when every connection is busy is a
+// new one refused, and saturation() says so (the extender's /readyz).
 //
-// Limits protect the process from its clients: a request body larger than
-// the limit gets 413, headers larger than 16 KiB 431, a malformed request
-// 400, and a client that sends its headers or body too slowly, or stays
-// idle between requests, is disconnected (slow clients hold a socket and a
-// few kilobytes, never a thread). TCP_NODELAY on every connection.
-//
-// Two budgets are shared by all connections. Request bodies held at once
-// (being received or handled) are bounded in bytes, charged as they arrive:
-// a body that would pass the budget is answered 503 with Retry-After and
-// its connection closed, so memory is never connections x body limit. At
-// the connection cap, the connection idle the longest (between requests,
-// before its first, or in its TLS handshake) is closed to make room for a
-// new one: clients that connect and idle cannot lock out kube-scheduler;
-// only when every connection is busy is a new one refused, and
-// saturation() says so (the extender's /readyz). Obsolete line folding in
-// a header is refused (400), as the other framing RFC 9112 lets a server
-// refuse.
-//
-// Handlers run on an io thread and answer through a Reply, at once or later
-// from any thread (the bind path waits for the API server elsewhere).
+// The transport knows nothing of the application. Handlers get a request
+// whose body carries the padding a JSON parser reads past its end
+// (PaddedString, common/json/padded_text.h), run on an io thread and answer
+// through a Reply, at once or later from any thread (the bind path waits
+// for the API server elsewhere).
 #pragma once
 
 #include <chrono>
@@ -43,7 +33,7 @@ namespace fracpack::server {
 struct HttpRequest {
   std::string method;  // "POST"
   std::string target;  // "/scheduler/filter?x=1"
-  std::string body;
+  PaddedString body;  // with the padding a JSON parser reads past its end (server/padded_body.h)
   std::string content_type;
   std::string remote;  // "10.0.0.1:41234"
   // When its header had been read: deadlines that kube-scheduler counts from
@@ -52,9 +42,6 @@ struct HttpRequest {
 
   // The target without its query string.
   std::string_view path() const { return std::string_view(target).substr(0, target.find('?')); }
-  // The body as JSON a parser may read in place: the transport reserves
-  // PaddedText::kPadding bytes past every body it reads.
-  PaddedText padded_body() const { return PaddedText::of(body); }
 };
 
 struct HttpResponse {
@@ -131,9 +118,9 @@ class HttpServer {
   // connection open and busy).
   std::string saturation() const;
 
-  struct Impl;  // (the sessions reach it too)
 
  private:
+  struct Impl;  // the listener and the state its sessions share (http_server.cc)
   std::shared_ptr<Impl> impl_;
 };
 

@@ -15,16 +15,6 @@ namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<int> g_format{static_cast<int>(LogFormat::kJson)};
 
-const char* level_name(LogLevel l) {
-  switch (l) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
-  }
-  return "info";
-}
-
 void append_logfmt_value(std::string& out, std::string_view v) {
   bool quote = v.empty();
   for (char c : v) {
@@ -71,23 +61,6 @@ void configure_log(LogLevel level, LogFormat format) {
   g_format = static_cast<int>(format);
 }
 
-bool parse_log_level(std::string_view text, LogLevel* out) {
-  for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
-    if (text == level_name(l)) {
-      *out = l;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool parse_log_format(std::string_view text, LogFormat* out) {
-  if (text == "json") *out = LogFormat::kJson;
-  else if (text == "logfmt") *out = LogFormat::kLogfmt;
-  else return false;
-  return true;
-}
-
 bool log_enabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
 
 std::string format_log(LogFormat format, std::string_view time, LogLevel level, std::string_view message,
@@ -98,7 +71,7 @@ std::string format_log(LogFormat format, std::string_view time, LogLevel level, 
     out += "{\"time\":";
     append_json_string(out, time);
     out += ",\"level\":\"";
-    out += level_name(level);
+    out += config::log_level_name(level);
     out += "\",\"msg\":";
     append_json_string(out, message);
     for (const auto& [k, v] : fields) {
@@ -113,7 +86,7 @@ std::string format_log(LogFormat format, std::string_view time, LogLevel level, 
   out += "time=";
   out += time;
   out += " level=";
-  out += level_name(level);
+  out += config::log_level_name(level);
   out += " msg=";
   append_logfmt_value(out, message);
   for (const auto& [k, v] : fields) {

@@ -10,17 +10,19 @@
 #include <utility>
 #include <vector>
 
+#include "config/values.h"
+
 namespace fracpack::server {
 
-enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
-enum class LogFormat { kJson, kLogfmt };
+// The configuration's log.level and log.format, parsed there
+// (config::parse_log_level, config::parse_log_format).
+using config::LogFormat;
+using config::LogLevel;
 
 using LogField = std::pair<std::string_view, std::string>;
 
 // Process-wide settings (set once at startup, before threads).
 void configure_log(LogLevel level, LogFormat format);
-bool parse_log_level(std::string_view text, LogLevel* out);
-bool parse_log_format(std::string_view text, LogFormat* out);
 bool log_enabled(LogLevel level);
 
 // Formats one record (no trailing newline); exposed for tests.

@@ -1,20 +1,19 @@
-// Binds in memory (standalone mode, `serve --snapshot`): the pod becomes
-// bound in the ClusterState at once, its annotations set as the Binding would
-// set them. A single writer: no fence.
+// The standalone binder (`serve --snapshot`): a job runs at once on the
+// caller's thread, with no connection: the bind service applies the Binding
+// to the store as the watch would. A single writer: no fence, no node
+// lock, no Events.
 #pragma once
 
-#include "k8s/cluster_state.h"
 #include "server/binder.h"
 
 namespace fracpack::server {
 
 class InMemoryBinder final : public Binder {
  public:
-  explicit InMemoryBinder(k8s::ClusterState& state) : state_(state) {}
-  void bind(Job job, std::shared_ptr<Listener> listener) override;
+  void run(Job job) override { job(&worker_); }
 
  private:
-  k8s::ClusterState& state_;
+  const Worker worker_{};
 };
 
 }  // namespace fracpack::server

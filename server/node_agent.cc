@@ -1,11 +1,14 @@
 #include "server/node_agent.h"
 
+#include "common/text.h"
+
 #include <pthread.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "k8s/contract/profiles.h"
 #include "node/agent_state.h"
 #include "node/devices_publisher.h"
 #include "node/mps_status.h"
@@ -21,7 +24,7 @@ std::string count(size_t n) { return std::to_string(n); }
 }  // namespace
 
 NodeAgent::NodeAgent(NodeAgentOptions options) : options_(std::move(options)) {
-  record_rules_.contract = options_.contract ? options_.contract : std::make_shared<const k8s::FracpackContract>(options_.names);
+  record_rules_.contract = options_.contract ? options_.contract : k8s::default_contract(options_.names);
   record_rules_.scheduler_names = options_.scheduler_names;
   record_rules_.trust = options_.trust;
   // The resource the plugin serves is the one the contract's pods ask devices with.
@@ -101,6 +104,7 @@ Status NodeAgent::start() {
     log_warn("no API server: Allocate answers from the pod watch alone", {{"node", o.node_name}});
   } else {
     state_.set_pod_check([this](const node::Assignment& a) { return check_pod(a); });
+    state_.set_waiting_lister([this] { return list_waiting(); });
   }
   if (o.plugin.isolation.mode == scheduling::CardIsolation::kHamiCore) {
     // The /etc/ld.so.preload each container gets, naming the library.
@@ -305,9 +309,8 @@ Status NodeAgent::ready() const {
 uint16_t NodeAgent::port() const { return http_ ? http_->port() : 0; }
 
 node::DevicesAndPods::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
-  const size_t slash = a.pod_key.find('/');
-  const std::string ns = a.pod_key.substr(0, slash), name = a.pod_key.substr(slash + 1);
-  const std::string path = "/api/v1/namespaces/" + k8s::url_encode(ns) + "/pods/" + k8s::url_encode(name);
+  const ObjectKey key = split_object_key(a.pod_key);
+  const std::string path = "/api/v1/namespaces/" + k8s::url_encode(key.namespace_name) + "/pods/" + k8s::url_encode(key.name);
   Result<k8s::HttpResponse> r = Error{"no request"};
   {
     std::lock_guard lock(check_mu_);
@@ -322,7 +325,12 @@ node::DevicesAndPods::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
   if (!pod) return node::DevicesAndPods::PodCheck{Error{"GET " + path + ": " + pod.message()}, false};
   if (pod->meta.uid != a.pod_uid) return gone("was re-created (another UID)");
   if (pod->node_name != options_.node_name) return gone("is not bound to this node");
-  if (pod->terminal()) return gone("has finished (phase " + pod->phase + "): kubelet rejected or ended it");
+  if (pod->terminal()) {
+    auto finished = gone("has finished (phase " + pod->phase + (pod->reason.empty() ? "" : ", reason " + pod->reason) +
+                         "): kubelet rejected or ended it");
+    finished.failed = node::failed_at_allocate(*pod);
+    return finished;
+  }
   if (pod->meta.deleting) return gone("is being deleted");
   if (a.container.empty()) return node::DevicesAndPods::PodCheck{Status::Ok(), true};  // only: does it still wait here
   const node::WaitingPod fresh = node::waiting_pod(*pod, record_rules_, options_.node_name);
@@ -339,6 +347,25 @@ node::DevicesAndPods::PodCheck NodeAgent::check_pod(const node::Assignment& a) {
     }
   }
   return gone("has no container " + a.container + " asking for cards");
+}
+
+Result<std::vector<node::WaitingPod>> NodeAgent::list_waiting() {
+  // From the API server's watch cache (resourceVersion=0), as kubelet's
+  // own relist reads it, indexed by node there: a read from etcd would
+  // read every pod of the cluster for each pod admitted here (before
+  // Kubernetes 1.31). With one API server this holds every pod kubelet
+  // has seen; behind a load balancer another's cache may lag
+  // (allocation_matcher.h, "What this cannot see").
+  const std::string path = "/api/v1/pods?resourceVersion=0&fieldSelector=" + k8s::url_encode(node::pods_on_node_selector(options_.node_name));
+  Result<k8s::HttpResponse> r = Error{"no request"};
+  {
+    std::lock_guard lock(check_mu_);
+    if (!check_client_) check_client_ = std::make_unique<k8s::ApiClient>(options_.client);
+    r = check_client_->request("GET", path);
+  }
+  if (!r) return Error{r.message()};
+  if (r->status != 200) return Error{"GET " + path + ": HTTP " + std::to_string(r->status)};
+  return node::waiting_in_list(r->body, record_rules_, options_.node_name, pod_selection());
 }
 
 void NodeAgent::handle(HttpRequest&& request, Reply reply) {

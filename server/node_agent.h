@@ -104,6 +104,9 @@ class NodeAgent {
   // Confirms with the API server that the pod an Allocate is for still
   // waits as the watch showed it (DevicesAndPods::CheckPod).
   node::DevicesAndPods::PodCheck check_pod(const node::Assignment& a);
+  // The pods the API server lists as waiting on this node
+  // (DevicesAndPods::set_waiting_lister).
+  Result<std::vector<node::WaitingPod>> list_waiting();
 
   NodeAgentOptions options_;
   // How pods are read: through the fracpack contract with the configured

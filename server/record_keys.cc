@@ -4,7 +4,7 @@ namespace fracpack::server {
 
 Result<RecordKeys> load_record_keys(const config::SecurityConfig& s, RecordRole role) {
   RecordKeys keys;
-  if (s.records == "unsigned") return keys;
+  if (s.records == config::RecordSigning::kUnsigned) return keys;
   keys.trust.unsigned_before = s.unsigned_before;
   if (role != RecordRole::kNodeAgent && !s.signing_key.empty()) {
     auto signer = k8s::RecordSigner::load(s.signing_key);

@@ -26,10 +26,10 @@ void Router::handle(HttpRequest&& request, Reply reply) {
   };
   if (verb != "other") {
     if (request.method != "POST") return timed(HttpResponse{405, error_body("use POST for " + path)});
-    if (verb == "filter") return timed(verbs_.filter(request.padded_body()));
-    if (verb == "prioritize") return timed(verbs_.prioritize(request.padded_body()));
-    if (verb == "preempt") return timed(verbs_.preempt(request.body));
-    return binds_.bind(request.body, std::move(timed), request.arrived);
+    if (verb == "filter") return timed(verbs_.filter(request.body.padded()));
+    if (verb == "prioritize") return timed(verbs_.prioritize(request.body.padded()));
+    if (verb == "preempt") return timed(verbs_.preempt(request.body.text()));
+    return binds_.bind(request.body.text(), std::move(timed), request.arrived);
   }
   if (request.method != "GET" && request.method != "HEAD") {
     const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics";

@@ -1,45 +1,80 @@
-// JSON text a parser may read in place: its buffer holds at least kPadding
-// readable bytes past the text's end (simdjson reads up to 64 bytes past
-// the end of what it parses, SIMDJSON_PADDING). The HTTP transport makes
-// one of every request body it reads, reserving the padding as it reads
-// (HttpRequest::padded_body, server/http_server.h): a 40 MB NodeList is
-// then parsed without a copy. Any other text is unpadded, and a parser
-// copies it into a padded buffer first.
+// JSON text a parser may read in place. simdjson reads up to 64 bytes past
+// the end of what it parses (SIMDJSON_PADDING): PaddedString owns text
+// with kPadding zero bytes always after it, and PaddedText is a view of
+// such text, made only by a PaddedString, so the padding is a fact of the
+// type, never a guess. The HTTP transport reads every request body into a
+// PaddedString (server/padded_body.h, Beast's Body concept): a 40 MB
+// NodeList is then parsed without a copy. There is no conversion from a
+// std::string: text that is not a PaddedString's is unpadded, and a parser
+// given it as a std::string_view copies it into a padded buffer first.
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace fracpack {
 
+// A view of text followed by at least kPadding readable bytes.
 class PaddedText {
  public:
   static constexpr size_t kPadding = 64;
 
-  // Unpadded text (a parser copies it).
-  PaddedText(std::string_view text) : text_(text) {}             // NOLINT(google-explicit-constructor)
-  PaddedText(const std::string& text) : text_(text) {}           // NOLINT(google-explicit-constructor)
-  PaddedText(const char* text) : text_(text) {}                  // NOLINT(google-explicit-constructor)
-  // `buffer`'s text, padded when its capacity leaves kPadding bytes past
-  // its end (the bytes there are the buffer's own, readable, never read as
-  // text).
-  static PaddedText of(const std::string& buffer) {
-    PaddedText t{std::string_view(buffer)};
-    if (buffer.capacity() >= buffer.size() + kPadding) t.capacity_ = buffer.capacity();
-    return t;
-  }
-
   std::string_view text() const { return text_; }
   const char* data() const { return text_.data(); }
   size_t size() const { return text_.size(); }
-  bool padded() const { return capacity_ != 0; }
-  // The readable bytes from data() on (0: unpadded).
-  size_t capacity() const { return capacity_; }
+  // The readable bytes from data() on: the text and its padding.
+  size_t capacity() const { return text_.size() + kPadding; }
 
  private:
+  friend class PaddedString;
+  explicit PaddedText(std::string_view text) : text_(text) {}
   std::string_view text_;
-  size_t capacity_ = 0;
+};
+
+// Text that owns its padding: kPadding '\0' bytes always follow it, however
+// it was made, grown or shrunk.
+class PaddedString {
+ public:
+  static constexpr size_t kPadding = PaddedText::kPadding;
+
+  PaddedString() = default;  // empty (its padding is a shared block of zeros)
+  explicit PaddedString(std::string_view text) { append(text.data(), text.size()); }
+  // (A moved-from string is empty, with its padding.)
+  PaddedString(PaddedString&& other) noexcept : buffer_(std::exchange(other.buffer_, std::string())) {}
+  PaddedString& operator=(PaddedString&& other) noexcept {
+    buffer_ = std::exchange(other.buffer_, std::string());
+    return *this;
+  }
+  PaddedString(const PaddedString&) = default;
+  PaddedString& operator=(const PaddedString&) = default;
+
+  PaddedText padded() const { return PaddedText(text()); }
+  std::string_view text() const { return buffer_.empty() ? std::string_view(kZeros, 0) : std::string_view(buffer_.data(), size()); }
+  const char* data() const { return text().data(); }
+  // Writable text (a reader fills what resize() made room for).
+  char* data() { return buffer_.empty() ? nullptr : buffer_.data(); }
+  size_t size() const { return buffer_.empty() ? 0 : buffer_.size() - kPadding; }
+  bool empty() const { return size() == 0; }
+
+  // Room for `n` bytes of text (and the padding) without growing again.
+  void reserve(size_t n) { buffer_.reserve(n + kPadding); }
+  // `n` bytes of text: what it had, then '\0' bytes.
+  void resize(size_t n) {
+    buffer_.resize(n + kPadding);
+    std::memset(buffer_.data() + n, 0, kPadding);  // (text bytes a shrink turned into padding)
+  }
+  void append(const char* text, size_t n) {
+    if (buffer_.empty()) buffer_.assign(kPadding, '\0');
+    buffer_.insert(buffer_.size() - kPadding, text, n);  // (the padding moves along)
+  }
+  void clear() { buffer_.clear(); }
+
+ private:
+  static constexpr char kZeros[kPadding] = {};
+  std::string buffer_;  // empty, or the text then kPadding '\0' bytes
 };
 
 }  // namespace fracpack

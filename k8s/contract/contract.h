@@ -122,12 +122,10 @@ class Contract {
   virtual std::vector<std::string> placement_annotations() const { return {}; }
   // The per-node lock of a node agent that serves one bind per node at a
   // time and finds the pod through the lock (HAMi's hami.io/mutex.lock,
-  // k8s/node_lock.h); null for contracts without one. The only profile
-  // behaviour outside this interface's data: the ledger notes who holds each
-  // node (NodeLock::held_by), prioritize ranks a held node last for every
-  // other pod (a burst spreads instead of queueing behind one lock), and when
-  // binds take it (NodeLockOptions::taken_by_binds) the binder takes it
-  // before posting a GPU Binding and ranks its own binds' nodes last too.
+  // k8s/contract/hami_node_lock.h); null for contracts without one. Its
+  // whole policy — who holds a node, whether binds take it, how it is taken
+  // and released — is behind the NodeLock interface (k8s/contract/
+  // node_lock.h, which lists who asks it what).
   virtual const NodeLock* node_lock() const { return nullptr; }
   // The ResourceQuota keys of the namespace GPU quota; none: the contract
   // has no quota (its ResourceQuotas are not watched).

@@ -112,7 +112,7 @@ Status read_placement_annotations(const Pod& pod, const ContractNames& n, const 
 const char* unenforced_shares_name(UnenforcedShares u) { return u == UnenforcedShares::kRefuse ? "refuse" : "allow"; }
 
 FracpackContract::FracpackContract(ContractNames names, ForeignProfiles foreign, FracpackOptions options)
-    : ProfileContract("fracpack", std::move(names), options, std::move(foreign)) {}
+    : ProfileContract(profile_name(Profile::kFracpack), std::move(names), options, std::move(foreign)) {}
 
 std::vector<std::string> FracpackContract::start_warnings() const {
   if (options_.unenforced_shares == UnenforcedShares::kRefuse) return {};

@@ -17,11 +17,15 @@
 
 namespace fracpack::k8s {
 
+// The resource fracpack's pods ask cards with and its node agent registers
+// with kubelet, unless the configuration renames it (contract.gpu).
+inline constexpr std::string_view kDefaultGpuResource = "fracpack.io/gpu";
+
 // Resource, annotation and label names. These are the defaults; a profile
 // in the configuration may rename them.
 struct ContractNames {
   // Pod resources (per container, resources.limits).
-  std::string gpu = "fracpack.io/gpu";
+  std::string gpu = std::string(kDefaultGpuResource);
   std::string gpu_memory = "fracpack.io/gpu-memory";
   std::string gpu_memory_percent = "fracpack.io/gpu-memory-percent";
   std::string gpu_cores = "fracpack.io/gpu-cores";

@@ -35,7 +35,7 @@ Selection GpushareNames::selection() const {
 }
 
 GpushareContract::GpushareContract(GpushareNames names, GpushareOptions options, ForeignProfiles foreign)
-    : ProfileContract("gpushare", std::move(names), options, std::move(foreign)) {
+    : ProfileContract(profile_name(Profile::kGpushare), std::move(names), options, std::move(foreign)) {
   if (options_.unit_mib != 1) options_.unit_mib = 1024;
 }
 

@@ -8,7 +8,7 @@
 #include "common/json/write.h"
 #include "k8s/contract/codec.h"
 #include "k8s/json.h"
-#include "k8s/node_lock.h"
+#include "k8s/contract/hami_node_lock.h"
 #include "scheduling/fit.h"
 #include "scheduling/quantity.h"
 
@@ -78,8 +78,8 @@ Selection HamiNames::selection() const {
 }
 
 HamiContract::HamiContract(HamiNames names, HamiOptions options, ForeignProfiles foreign)
-    : ProfileContract("hami", std::move(names), options, std::move(foreign)),
-      node_lock_(NodeLockOptions{names_.node_lock, options_.node_lock_expire, options_.node_lock_taken}) {
+    : ProfileContract(profile_name(Profile::kHami), std::move(names), options, std::move(foreign)),
+      node_lock_(HamiNodeLockOptions{names_.node_lock, options_.node_lock_expire, options_.node_lock_taken}) {
   if (options_.memory_factor < 1) options_.memory_factor = 1;
 }
 

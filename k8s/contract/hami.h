@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/node_lock.h"
+#include "k8s/contract/hami_node_lock.h"
 #include "k8s/contract/profile_contract.h"
 
 namespace fracpack::k8s {
@@ -58,7 +58,7 @@ struct HamiNames {
   std::string vgpu_time = "hami.io/vgpu-time";
   std::string bind_phase = "hami.io/bind-phase";
   std::string bind_time = "hami.io/bind-time";
-  // The node lock (k8s/node_lock.h).
+  // The node lock (k8s/contract/hami_node_lock.h).
   std::string node_lock = "hami.io/mutex.lock";
 
   std::vector<std::string> gpu_resources() const { return {gpu, gpu_memory, gpu_memory_percent, gpu_cores}; }
@@ -100,6 +100,7 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
   }
   // hami.io/mutex.lock (HamiNames::node_lock), expiring after nodeLockExpire.
   const NodeLock* node_lock() const override { return &node_lock_; }
+  const HamiNodeLock& hami_node_lock() const { return node_lock_; }
   // HAMi's ResourceQuota keys (HAMi's docs, userguide/NVIDIA-device/
   // using-resourcequota.md; its scheduler's pkg/device/quota.go):
   // limits.nvidia.com/gpumem in the units of nvidia.com/gpumem
@@ -113,7 +114,7 @@ class HamiContract : public ProfileContract<HamiNames, HamiOptions> {
   }
 
  private:
-  NodeLock node_lock_;
+  HamiNodeLock node_lock_;
 };
 
 // hami.io/node-nvidia-register, either form. Cards keep the register's

@@ -29,9 +29,25 @@ Result<int64_t> extended_resource(const Container& c, const std::string& name, b
   return v;
 }
 
-bool names_any_resource(const Pod& pod, const std::vector<std::string>& resources) {
-  return std::any_of(resources.begin(), resources.end(), [&](const std::string& r) { return names_resource(pod, r); });
+const std::string& named_resource(const Container& c, const std::vector<std::string>& resources) {
+  static const std::string kNone;
+  for (const std::string& r : resources) {
+    if (find(c.limits, r) != nullptr || find(c.requests, r) != nullptr) return r;
+  }
+  return kNone;
 }
+
+const std::string& named_resource(const Pod& pod, const std::vector<std::string>& resources) {
+  for (const auto* list : {&pod.init_containers, &pod.containers}) {
+    for (const Container& c : *list) {
+      if (const std::string& r = named_resource(c, resources); !r.empty()) return r;
+    }
+  }
+  static const std::string kNone;
+  return kNone;
+}
+
+bool names_any_resource(const Pod& pod, const std::vector<std::string>& resources) { return !named_resource(pod, resources).empty(); }
 
 bool names_resource(const Pod& pod, const std::string& resource) {
   auto names_it = [&](const Container& c) { return find(c.limits, resource) != nullptr || find(c.requests, resource) != nullptr; };
@@ -124,8 +140,6 @@ Result<ShareResources> share_resources(const Container& c, const std::string& co
   }
   return r;
 }
-
-
 
 std::string name_domain(const std::string& name) {
   const size_t slash = name.find('/');

@@ -41,8 +41,13 @@ struct ShareResources {
 Result<ShareResources> share_resources(const Container& c, const std::string& count, const std::string& memory,
                                        const std::string& percent, const std::string& cores);
 
-// Does any container (app or init) name one of `resources` in its requests
-// or limits? (kube-scheduler's IsInterested.)
+// Whether a pod asks for cards, the one rule (kube-scheduler's IsInterested;
+// the extender, the admission webhook and the profiles all ask it): a
+// container (init or app) names one of `resources` in its requests or limits.
+// The first of `resources` container `c` names, or "".
+const std::string& named_resource(const Container& c, const std::vector<std::string>& resources);
+// The first named by a container of the pod (init containers first), or "".
+const std::string& named_resource(const Pod& pod, const std::vector<std::string>& resources);
 bool names_any_resource(const Pod& pod, const std::vector<std::string>& resources);
 bool names_resource(const Pod& pod, const std::string& resource);
 

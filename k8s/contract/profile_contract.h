@@ -16,6 +16,7 @@
 #include "k8s/contract/contract.h"
 #include "k8s/contract/foreign.h"
 #include "k8s/contract/kubernetes_rules.h"
+#include "k8s/contract/profile.h"
 #include "k8s/record_signature.h"
 
 namespace fracpack::k8s {

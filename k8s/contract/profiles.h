@@ -1,5 +1,5 @@
-// Profiles: which contract a deployment speaks, by name ("fracpack",
-// "hami", "gpushare", "tke"), with its names and options from the configuration.
+// Profiles: which contract a deployment speaks (k8s/contract/profile.h: the
+// profiles and their names), with its names and options from the configuration.
 // Each profile's contract knows the others' marks (k8s/contract/foreign.h):
 // nodes registered by another profile's node agent are left alone.
 #pragma once
@@ -13,18 +13,19 @@
 #include "k8s/contract/fracpack.h"
 #include "k8s/contract/gpushare.h"
 #include "k8s/contract/hami.h"
+#include "k8s/contract/profile.h"
 #include "k8s/contract/tke.h"
 #include "common/result.h"
 
 namespace fracpack::k8s {
 
 struct ContractConfig {
-  std::string profile = "fracpack";
+  Profile profile = kDefaultProfile;
   ContractNames fracpack;
   FracpackOptions fracpack_options;  // placement.unenforcedShares
   HamiNames hami;
   HamiOptions hami_options;
-  // The hami profile's node lock (hami.io/mutex.lock, k8s/node_lock.h).
+  // The hami profile's node lock (hami.io/mutex.lock, k8s/contract/hami_node_lock.h).
   bool hami_node_lock = true;
   std::chrono::milliseconds hami_node_lock_expire{std::chrono::minutes(5)};
   GpushareNames gpushare;
@@ -35,9 +36,11 @@ struct ContractConfig {
   bool operator==(const ContractConfig&) const = default;
 };
 
-const std::vector<std::string>& profile_names();
-
-// The contract of `config.profile`; an unknown name is an error listing the known ones.
+// The contract of `config.profile`, with its names and options.
 Result<std::shared_ptr<const Contract>> make_contract(const ContractConfig& config);
+
+// The contract a ClusterState or NodeAgent built without one speaks (tests,
+// tools): fracpack's, with `names`, knowing no other profile's marks.
+std::shared_ptr<const Contract> default_contract(ContractNames names = {});
 
 }  // namespace fracpack::k8s

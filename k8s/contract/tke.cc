@@ -80,7 +80,7 @@ Selection TkeNames::selection() const {
 }
 
 TkeContract::TkeContract(TkeNames names, ForeignProfiles foreign, FracpackOptions options)
-    : ProfileContract("tke", std::move(names), options, foreign), node_side_(node_side_names(names_), std::move(foreign), options) {}
+    : ProfileContract(profile_name(Profile::kTke), std::move(names), options, foreign), node_side_(node_side_names(names_), std::move(foreign), options) {}
 
 Result<int> TkeContract::cards_of_devices(int64_t devices) const {
   if (devices >= 1 && devices < kCardPercent) return 1;

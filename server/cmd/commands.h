@@ -33,6 +33,9 @@ Result<config::Config> config_from_flag(const Args& args);
 void start_service_process(const config::Config& c);
 // Waits for SIGTERM or SIGINT; its name.
 const char* wait_for_stop_signal();
+// --log-level and --log-format over the file's log section (the long-running
+// commands'); the error names the flag.
+Status apply_log_flags(const Args& args, config::LogConfig& log);
 
 // Prints "fracpack: <message>" to stderr and returns 2 (usage) or 1 (failure).
 int usage_error(const std::string& message);

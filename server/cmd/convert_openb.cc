@@ -169,21 +169,25 @@ class GpushareWriter : public OpenbWriter {
 
 Result<std::unique_ptr<OpenbWriter>> writer_for(const replay::ExperimentSetup& setup, const k8s::ContractConfig& cc,
                                                 const OpenbConversion& options) {
-  if (cc.profile == "fracpack") return std::unique_ptr<OpenbWriter>(std::make_unique<FracpackWriter>(cc.fracpack));
-  if (cc.profile == "hami") {
-    if (options.hami_split_count < 1) return Error{"the split count must be at least 1"};
-    return std::unique_ptr<OpenbWriter>(std::make_unique<HamiWriter>(cc.hami, options.hami_split_count));
-  }
-  if (cc.profile == "gpushare") {
-    int64_t smallest = 0;
-    for (const OpenbNode& n : setup.nodes) {
-      if (n.gpus == 0) continue;
-      const int64_t mib = replay::nominal_memory_mib(n.model);
-      smallest = smallest == 0 ? mib : std::min(smallest, mib);
+  switch (cc.profile) {
+    case k8s::Profile::kFracpack:
+      return std::unique_ptr<OpenbWriter>(std::make_unique<FracpackWriter>(cc.fracpack));
+    case k8s::Profile::kHami:
+      if (options.hami_split_count < 1) return Error{"the split count must be at least 1"};
+      return std::unique_ptr<OpenbWriter>(std::make_unique<HamiWriter>(cc.hami, options.hami_split_count));
+    case k8s::Profile::kGpushare: {
+      int64_t smallest = 0;
+      for (const OpenbNode& n : setup.nodes) {
+        if (n.gpus == 0) continue;
+        const int64_t mib = replay::nominal_memory_mib(n.model);
+        smallest = smallest == 0 ? mib : std::min(smallest, mib);
+      }
+      return std::unique_ptr<OpenbWriter>(std::make_unique<GpushareWriter>(cc.gpushare, cc.gpushare_options.unit_mib, smallest));
     }
-    return std::unique_ptr<OpenbWriter>(std::make_unique<GpushareWriter>(cc.gpushare, cc.gpushare_options.unit_mib, smallest));
+    case k8s::Profile::kTke:
+      break;
   }
-  return Error{"unknown profile \"" + cc.profile + "\""};
+  return Error{"the " + std::string(k8s::profile_name(cc.profile)) + " profile has no OpenB writer (fracpack, hami or gpushare)"};
 }
 
 // The pending pod of an arrival; nullopt: left out.
@@ -266,7 +270,7 @@ Result<OpenbSnapshot> openb_snapshot(const replay::ExperimentSetup& setup, const
     p.meta.creation_timestamp = format_rfc3339(t0 + static_cast<int64_t>(i));
     items.push_back(pod_json(p));
   }
-  if (out.left_out > 0) out.left_out_why = "the " + cc.profile + " profile places a pod on one card; pods asking for several were left out";
+  if (out.left_out > 0) out.left_out_why = "the " + std::string(k8s::profile_name(cc.profile)) + " profile places a pod on one card; pods asking for several were left out";
   auto shapes = shapes_for(*setup.shapes, **writer, **made);
   if (!shapes) return Error{shapes.message()};
   ConfigMap cm;
@@ -299,11 +303,15 @@ int cmd_convert_openb(const std::vector<std::string>& argv) {
   eo.go_cooked = inputs->go_cooked;
   const replay::ExperimentSetup setup = replay::prepare_experiment(inputs->nodes, inputs->pods, eo);
   k8s::ContractConfig cc;
-  cc.profile = args->get_or("profile", "fracpack");
+  if (auto v = args->get("profile")) {
+    auto profile = k8s::parse_profile(*v);
+    if (!profile) return usage_error("--profile: " + profile.message());
+    cc.profile = *profile;
+  }
   if (auto made = k8s::make_contract(cc); !made) return usage_error("--profile: " + made.message());
   OpenbConversion conversion;
   if (auto n = args->get("split-count")) {
-    if (cc.profile != "hami") return usage_error("--split-count is for --profile hami");
+    if (cc.profile != k8s::Profile::kHami) return usage_error("--split-count is for --profile hami");
     auto v = parse_integer(*n);
     if (!v || *v < 1 || *v > 1000) return usage_error("--split-count takes an integer from 1 to 1000, not \"" + *n + "\"");
     conversion.hami_split_count = static_cast<int>(*v);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+// A tree: the ledger's report is read whole, filtered and printed indented (dump(2)).
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
@@ -174,7 +175,11 @@ Result<std::string> snapshot_ledger(const Args& args) {
   c.cluster.snapshot = *args.get("snapshot");
   c.cluster.kubeconfig.clear();
   k8s::SyncOptions so;
-  if (auto v = args.get("profile")) c.contract.profile = *v;
+  if (auto v = args.get("profile")) {
+    auto profile = k8s::parse_profile(*v);
+    if (!profile) return Error{"--profile: " + profile.message()};
+    c.contract.profile = *profile;
+  }
   auto contract = k8s::make_contract(c.contract);
   if (!contract) return Error{"--profile: " + contract.message()};
   so.contract = std::move(*contract);

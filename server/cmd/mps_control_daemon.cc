@@ -57,8 +57,7 @@ int cmd_mps_control_daemon(const std::vector<std::string>& argv) {
   if (auto v = args->get("mps-control")) a.mps_control = *v;
   if (auto v = args->get("mps-dir")) a.mps_dir = *v;
   if (auto v = args->get("nvml-library")) a.nvml_library = *v;
-  if (auto v = args->get("log-level")) c.log.level = *v;
-  if (auto v = args->get("log-format")) c.log.format = *v;
+  if (Status s = apply_log_flags(*args, c.log); !s.ok()) return usage_error(s.message());
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
   if (auto v = args->get("prepare-shm")) {
     auto size = parse_memory_bytes(*v);

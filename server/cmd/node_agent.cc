@@ -91,7 +91,11 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
     if (!n || *n < 1 || *n > 1024) return usage_error("--ids-per-card: expected a whole number 1..1024, got \"" + *v + "\"");
     a.ids_per_card = *n;
   }
-  if (auto v = args->get("without-devices")) a.without_devices = *v;
+  if (auto v = args->get("without-devices")) {
+    auto w = config::parse_without_devices(*v);
+    if (!w) return usage_error("--without-devices: " + w.message());
+    a.without_devices = *w;
+  }
   if (auto v = args->get("isolation")) {
     if (!scheduling::parse_isolation(*v, a.isolation) || a.isolation == scheduling::CardIsolation::kMig) {
       return usage_error("--isolation: expected none, mps or hami-core, got \"" + *v + "\"");
@@ -101,14 +105,14 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   if (auto v = args->get("mps-control")) a.mps_control = *v;
   if (auto v = args->get("hami-core-library")) a.hami_core_library = *v;
   if (auto v = args->get("verify-keys")) c.security.verify_keys = split_list(*v);
-  if (auto v = args->get("log-level")) c.log.level = *v;
-  if (auto v = args->get("log-format")) c.log.format = *v;
+  if (Status s = apply_log_flags(*args, c.log); !s.ok()) return usage_error(s.message());
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
-  if (c.contract.profile != "fracpack" && c.contract.profile != "tke") {
-    return fail("contract.profile is " + c.contract.profile + ": the node agent carries out the fracpack and tke contracts only (with the " +
-                c.contract.profile + " profile, the peer's own device plugin runs on the nodes)");
+  if (!k8s::node_agent_serves(c.contract.profile)) {
+    const std::string profile(k8s::profile_name(c.contract.profile));
+    return fail("contract.profile is " + profile + ": the node agent carries out the fracpack and tke contracts only (with the " +
+                profile + " profile, the peer's own device plugin runs on the nodes)");
   }
-  if (c.contract.profile == "tke" && args->has("ids-per-card")) {
+  if (c.contract.profile == k8s::Profile::kTke && args->has("ids-per-card")) {
     return usage_error("--ids-per-card: the tke profile advertises 100 IDs a card (tencent.com/vcuda-core is percent of a card)");
   }
   if (a.node_name.empty()) return fail("no node name: give --node-name or set NODE_NAME (the DaemonSet passes spec.nodeName)");
@@ -132,7 +136,7 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   o.node_name = a.node_name;
   o.client = *client;
   o.names = c.contract.fracpack;
-  if (c.contract.profile != "fracpack") {
+  if (c.contract.profile != k8s::Profile::kFracpack) {  // fracpack's: the agent's default contract, with o.names
     auto contract = k8s::make_contract(c.contract);
     if (!contract) return fail(contract.message());
     o.contract = *contract;
@@ -150,7 +154,7 @@ int cmd_node_agent(const std::vector<std::string>& argv) {
   o.plugin.isolation.hami_core_dir = a.hami_core_dir;
   o.nvml_library = a.nvml_library;
   o.state_file = a.state_file;
-  o.idle_without_devices = a.without_devices == "idle";
+  o.idle_without_devices = a.without_devices == config::WithoutDevices::kIdle;
   auto listen = config::parse_listen(a.listen);  // validate() accepted it
   o.listen_address = listen->first.empty() ? "0.0.0.0" : listen->first;
   o.listen_port = listen->second;

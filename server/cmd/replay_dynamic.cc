@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+// A tree: the report is built run by run and printed indented (dump(2)) for people.
 #include <nlohmann/json.hpp>
 
 #include "scheduling/replay/dynamic.h"

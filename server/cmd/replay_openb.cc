@@ -6,6 +6,7 @@
 #include <numeric>
 #include <thread>
 
+// A tree: the report is built run by run and printed indented (dump(2)) for people.
 #include <nlohmann/json.hpp>
 
 #include "scheduling/go_rand.h"

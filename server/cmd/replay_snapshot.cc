@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+// A tree: the report is built run by run and printed indented (dump(2)) for people.
 #include <nlohmann/json.hpp>
 
 #include "k8s/contract/profiles.h"
@@ -62,7 +63,11 @@ int cmd_replay_snapshot(const std::vector<std::string>& argv) {
   auto text = read_file(path);
   if (!text) return fail(text.message());
   k8s::ContractConfig cc;
-  cc.profile = args->get_or("profile", "fracpack");
+  if (auto v = args->get("profile")) {
+    auto profile = k8s::parse_profile(*v);
+    if (!profile) return usage_error("--profile: " + profile.message());
+    cc.profile = *profile;
+  }
   auto made = k8s::make_contract(cc);
   if (!made) return usage_error("--profile: " + made.message());
   const k8s::Contract& contract = **made;

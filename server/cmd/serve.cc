@@ -78,7 +78,11 @@ int cmd_serve(const std::vector<std::string>& argv) {
     c.cluster.kubeconfig.clear();
   }
   if (auto v = args->get("policy")) c.policy.name = *v;
-  if (auto v = args->get("profile")) c.contract.profile = *v;
+  if (auto v = args->get("profile")) {
+    auto profile = k8s::parse_profile(*v);
+    if (!profile) return usage_error("--profile: " + profile.message());
+    c.contract.profile = *profile;
+  }
   if (auto v = args->get("tls-cert")) c.tls.cert_file = *v;
   if (auto v = args->get("tls-key")) c.tls.key_file = *v;
   if (auto v = args->get("tls-client-ca")) c.tls.client_ca_file = *v;
@@ -87,8 +91,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   if (auto v = args->get("admission-listen")) c.admission.listen = *v;
   if (auto v = args->get("admission-cert")) c.admission.cert_file = *v;
   if (auto v = args->get("admission-key")) c.admission.key_file = *v;
-  if (auto v = args->get("log-level")) c.log.level = *v;
-  if (auto v = args->get("log-format")) c.log.format = *v;
+  if (Status s = apply_log_flags(*args, c.log); !s.ok()) return usage_error(s.message());
   if (auto s = config::validate(c); !s.ok()) return fail("invalid configuration: " + s.message());
   if (auto keys = server::load_record_keys(c.security, c.cluster.snapshot.empty() ? server::RecordRole::kExtender
                                                                                      : server::RecordRole::kStandaloneExtender);

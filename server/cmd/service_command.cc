@@ -1,7 +1,8 @@
 // What the long-running commands (serve, node-agent) share: their
-// configuration from --config, and the process set-up.
+// configuration from --config and the log flags, and the process set-up.
 #include <signal.h>
 
+#include "config/values.h"
 #include "server/cmd/commands.h"
 #include "server/log.h"
 
@@ -24,12 +25,22 @@ Result<config::Config> config_from_flag(const Args& args) {
   return config::Config{};
 }
 
+Status apply_log_flags(const Args& args, config::LogConfig& log) {
+  if (auto v = args.get("log-level")) {
+    auto level = config::parse_log_level(*v);
+    if (!level) return Error{"--log-level: " + level.message()};
+    log.level = *level;
+  }
+  if (auto v = args.get("log-format")) {
+    auto format = config::parse_log_format(*v);
+    if (!format) return Error{"--log-format: " + format.message()};
+    log.format = *format;
+  }
+  return Status::Ok();
+}
+
 void start_service_process(const config::Config& c) {
-  server::LogLevel level = server::LogLevel::kInfo;
-  server::LogFormat format = server::LogFormat::kJson;
-  server::parse_log_level(c.log.level, &level);  // validate() accepted them
-  server::parse_log_format(c.log.format, &format);
-  server::configure_log(level, format);
+  server::configure_log(c.log.level, c.log.format);
   // Every thread inherits the blocked signals; wait_for_stop_signal takes them.
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);

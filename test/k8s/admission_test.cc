@@ -218,11 +218,30 @@ TEST(Admission, BadInputIsAnErrorNeverAnAllow) {
     auto r = review_admission(body, kPolicy);
     EXPECT_FALSE(r) << body.substr(0, 80);
   }
-  // Wrong types where objects are expected are read as absent, not trusted.
+  // Wrong types where objects are expected: the pod is read as the extender
+  // reads it (k8s/decode.cc), and what it cannot read is refused, naming the
+  // field (the API server's validation lets no such pod through; the
+  // webhook does not trust that it ran).
+  // A pod it cannot read that names no resource of the contract is not the
+  // contract's to judge: allowed (the webhook sees every pod).
   json odd = pod();
-  odd["metadata"]["annotations"] = "fracpack.io/allocation";
   odd["spec"]["containers"] = "all of them";
-  EXPECT_TRUE(decide(review("CREATE", odd)).allowed) << "nothing of the contract is asked or written";
+  EXPECT_TRUE(decide(review("CREATE", odd)).allowed) << "nothing of the contract is asked";
+  json odd_gpu = pod({}, {{"fracpack.io/gpu", "1"}});
+  odd_gpu["spec"]["initContainers"] = "all of them";
+  AdmissionResult refused = decide(review("CREATE", odd_gpu));
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_NE(refused.message.find("spec.initContainers"), std::string::npos) << refused.message;
+  EXPECT_EQ(refused.message.find('%'), std::string::npos) << refused.message;
+  // A tenant cannot hide the resource from that test by escaping its name:
+  // the review is parsed and written out again before the search, so
+  // "fracpack.io\/gpu" and "\u0066racpack.io/gpu" read as the name itself.
+  for (const std::string& key : {std::string(R"(fracpack.io\/gpu)"), std::string(R"(\u0066racpack.io/gpu)")}) {
+    std::string body = review("CREATE", json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"team-b"},)"
+                                                    R"("spec":{"schedulerName":"default-scheduler","initContainers":"x",)"
+                                                    R"("containers":[{"name":"main","resources":{"limits":{")" + key + R"(":"1"}}}]}})"));
+    EXPECT_FALSE(decide(body).allowed) << key;
+  }
   // A huge object is decided like any other (the HTTP layer bounds the size).
   json big = pod({{"fracpack.io/allocation", std::string(3 << 20, 'x')}});
   EXPECT_FALSE(decide(review("CREATE", big)).allowed);

@@ -13,6 +13,7 @@
 #include "k8s/contract/fracpack.h"
 #include "scheduling/fit.h"
 #include "test/support/cluster_harness.h"
+#include "test/support/record_keys.h"
 
 namespace fracpack::testing::bind_fence_test {
 namespace {
@@ -272,6 +273,154 @@ TEST_F(BindFenceTest, TheReconcilerReportsOnlyOverCommitsTheApiServerConfirms) {
   server_.remove("pods", "default", "late");
   EXPECT_EQ(state.read([](const Ledger& l) { return l.overcommitted_cards(); }), 1);
   EXPECT_TRUE(k8s::confirm_overcommitted(client, fence_, state).empty());
+}
+
+// Where records are verified, a record the ledger rejects (unsigned, as
+// anyone who may edit a pod can write one) holds nothing: the reconciler
+// does not count it either (the ledger's rule, LedgerBuilder::
+// counted_record). Before, it summed every record the API server's pods
+// carried and reported a card the ledger's over-commit had drained, on the
+// strength of an unsigned one.
+TEST_F(BindFenceTest, TheReconcilerCountsOnlyRecordsTheLedgerCounts) {
+  k8s::ClusterState state({nullptr, 30s, {}, test_trust(), {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 2));
+  auto signed_pod = [&](const std::string& name, int percent) {
+    const std::string uid = "u-" + name;
+    return pod_object(PodSpec(name, "default", "n1", "Running",
+                              {{"fracpack.io/gpu-cores", std::to_string(percent)}, {"fracpack.io/gpu-memory", "4096"}},
+                              signed_record(fracpack_contract(), uid, "n1",
+                                            {{"fracpack.io/allocation", allocation_annotation("n1", {{0, percent}}, 4096)}}),
+                              uid));
+  };
+  for (const auto& [name, percent] : std::vector<std::pair<std::string, int>>{{"s1", 50}, {"s2", 75}}) {
+    const std::string pod = signed_pod(name, percent);
+    server_.create("pods", pod);
+    state.apply_pod(decoded_pod(pod));
+  }
+  ASSERT_EQ(state.read([](const Ledger& l) { return l.overcommitted_cards(); }), 1) << "s1 and s2: 1250 milli on card 0";
+  k8s::ApiClient client(client_for(server_));
+  ASSERT_EQ(k8s::confirm_overcommitted(client, fence_, state).size(), 1u);
+  // s2 is deleted (the ledger has not heard yet); beside s1 on card 0 the
+  // API server still has "a" (SetUp) and a forged record, both unsigned.
+  server_.remove("pods", "default", "s2");
+  server_.create("pods", bound_share_pod("forged", "n1", 0, 75, 4096));
+  EXPECT_TRUE(k8s::confirm_overcommitted(client, fence_, state).empty()) << "unsigned records double-book nothing";
+}
+
+// The reconciler counts what the ledger holds, decided by the rule the
+// ledger charges by (LedgerBuilder::counted_record, charge_bound_pod): the
+// three cases below are where its own copy of that rule used to differ.
+class ReconcilerCountsTest : public BindFenceTest {
+ protected:
+  // A pod on n1 whose record (signed) holds card 0 at `percent` cores and
+  // `memory_mib`, asking `limits` beside the cores.
+  std::string signed_pod(const k8s::Contract& contract, const std::string& name, int percent, int64_t memory_mib,
+                         std::map<std::string, std::string> limits) {
+    const std::string uid = "u-" + name;
+    limits.emplace("fracpack.io/gpu-cores", std::to_string(percent));
+    return pod_object(PodSpec(name, "default", "n1", "Running", limits,
+                              signed_record(contract, uid, "n1",
+                                            {{"fracpack.io/allocation", allocation_annotation("n1", {{0, percent}}, memory_mib)}}),
+                              uid));
+  }
+  // Created on the API server and applied to the state.
+  void bound(k8s::ClusterState& state, const std::string& pod) {
+    server_.create("pods", pod);
+    state.apply_pod(decoded_pod(pod));
+  }
+};
+
+// (a) A record patched after the bind: the ledger keeps what it charged at
+// the bind (the container holds that card), so the reconciler counts that.
+// Before, it read the patched record, whose signature no longer verifies,
+// counted nothing for it and left a real double booking unreported.
+TEST_F(ReconcilerCountsTest, APatchedRecordCountsWhatTheLedgerChargedAtTheBind) {
+  k8s::ClusterState state({nullptr, 30s, {}, test_trust(), {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 2));
+  bound(state, signed_pod(fracpack_contract(), "s1", 50, 4096, {{"fracpack.io/gpu-memory", "4096"}}));
+  const std::string s2 = signed_pod(fracpack_contract(), "s2", 75, 4096, {{"fracpack.io/gpu-memory", "4096"}});
+  bound(state, s2);
+  ASSERT_EQ(state.read([](const Ledger& l) { return l.overcommitted_cards(); }), 1) << "s1 and s2: 1250 milli on card 0";
+  // s2's owner moves its record to card 1 (off the over-committed card).
+  server_.remove("pods", "default", "s2");
+  std::string patched = s2;
+  const std::string from = allocation_annotation("n1", {{0, 75}}, 4096);
+  const std::string to = allocation_annotation("n1", {{1, 75}}, 4096);
+  auto escaped = [](std::string text) {
+    std::string out;
+    for (char c : text) out += c == '"' ? std::string("\\\"") : std::string(1, c);
+    return out;
+  };
+  const size_t at = patched.find(escaped(from));
+  ASSERT_NE(at, std::string::npos) << patched;
+  patched.replace(at, escaped(from).size(), escaped(to));
+  bound(state, patched);
+  EXPECT_EQ(state.counters().changed_records, 1u);
+  ASSERT_EQ(state.read([](const Ledger& l) { return l.overcommitted_cards(); }), 1) << "the charge at the bind is kept";
+  k8s::ApiClient client(client_for(server_));
+  auto confirmed = k8s::confirm_overcommitted(client, fence_, state);
+  ASSERT_EQ(confirmed.size(), 1u) << "the card s2's container holds is over-committed";
+  EXPECT_EQ(confirmed[0].cores, 1250);
+  ASSERT_EQ(confirmed[0].pods.size(), 2u);
+  EXPECT_EQ(confirmed[0].pods[1].first, "default/s2");
+}
+
+// (b) A pod whose request cannot be read, not even its CPU and memory: the
+// ledger charges it nothing (k8s/bound_pod_charge.h), so the reconciler
+// counts nothing for it. Before, it counted its record and confirmed a card
+// the ledger's over-commit had drained.
+TEST_F(ReconcilerCountsTest, APodWhoseRequestCannotBeReadCountsNothing) {
+  k8s::ClusterState state({nullptr, 30s, {}, test_trust(), {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 2));
+  bound(state, signed_pod(fracpack_contract(), "s1", 50, 4096, {{"fracpack.io/gpu-memory", "4096"}}));
+  bound(state, signed_pod(fracpack_contract(), "s3", 75, 4096, {{"fracpack.io/gpu-memory", "4096"}}));
+  // Its CPU cannot be read: charged nothing, whatever its record says.
+  bound(state, signed_pod(fracpack_contract(), "odd", 75, 4096, {{"fracpack.io/gpu-memory", "4096"}, {"cpu", "lots"}}));
+  ASSERT_EQ(state.read([](const Ledger& l) { return l.node("n1")->use()[0].cores; }), 1250) << "s1 and s3, not odd";
+  k8s::ApiClient client(client_for(server_));
+  ASSERT_EQ(k8s::confirm_overcommitted(client, fence_, state).size(), 1u);
+  // s3 is deleted; the ledger has not heard yet.
+  server_.remove("pods", "default", "s3");
+  EXPECT_TRUE(k8s::confirm_overcommitted(client, fence_, state).empty()) << "odd holds nothing in the ledger";
+}
+
+// The fracpack contract with a ConfigMap per node ("scale/<node>") that
+// halves its cards' memory: a ConfigMap that changes what the ledger's
+// effective node says of a card's size.
+class HalvingContract : public k8s::FracpackContract {
+ public:
+  std::string node_config_map_namespace() const override { return "scale"; }
+  std::vector<std::string> config_map_nodes(const k8s::ConfigMap& config_map) const override {
+    if (config_map.meta.namespace_name != "scale") return {};
+    return {config_map.meta.name};
+  }
+  Status apply_config_map(const k8s::ConfigMap&, scheduling::NodeSpec& spec) const override {
+    for (auto& card : spec.cards) card.memory_mib /= 2;
+    return Status::Ok();
+  }
+};
+
+// (c) A record is read and checked against the node's cards as the
+// contract reads them (the ledger's own spec, no ConfigMap applied), as the
+// ledger charges it. Before, the reconciler checked it against the
+// ledger's effective node (the ConfigMap applied): s1's half of the card
+// by percent became more than it asks there, and was not counted.
+TEST_F(ReconcilerCountsTest, ARecordIsCheckedAgainstTheNodesOwnCards) {
+  auto contract = std::make_shared<HalvingContract>();
+  k8s::ClusterState state({contract, 30s, {}, test_trust(), {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 2));
+  ASSERT_TRUE(state.config_map_event(k8s::WatchEventType::kAdded,
+                                     R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n1","namespace":"scale",)"
+                                     R"("resourceVersion":"3"},"data":{"x":"y"}})")
+                  .ok());
+  ASSERT_EQ(state.read([](const Ledger& l) { return l.node("n1")->cards()[0].memory_mib; }), 8192) << "the effective node";
+  bound(state, signed_pod(*contract, "s1", 50, 8192, {{"fracpack.io/gpu-memory-percent", "50"}}));
+  bound(state, signed_pod(*contract, "s2", 75, 1024, {{"fracpack.io/gpu-memory", "1024"}}));
+  ASSERT_EQ(state.read([](const Ledger& l) { return l.node("n1")->use()[0].cores; }), 1250) << "both records charged";
+  k8s::ApiClient client(client_for(server_));
+  auto confirmed = k8s::confirm_overcommitted(client, fence_, state);
+  ASSERT_EQ(confirmed.size(), 1u);
+  EXPECT_EQ(confirmed[0].cores, 1250);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The store and the ledger it feeds (k8s/cluster_state.h): relists replace
-// the store, pods are found by UID or name, the contract's ConfigMaps follow
-// lists and events. The reservations it keeps: test/k8s/reservations_test.cc.
+// the store, pods are found by UID or name. The reservations it keeps:
+// test/k8s/reservations_test.cc; its ConfigMaps and ResourceQuotas:
+// test/k8s/cluster_state_side_objects_test.cc.
 #include "k8s/cluster_state.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,6 @@
 #include <thread>
 
 #include "k8s/contract/fracpack.h"
-#include "k8s/contract/gpushare.h"
 #include "test/support/cluster_harness.h"
 
 namespace fracpack::testing::cluster_state_test {
@@ -82,56 +82,6 @@ TEST(ClusterState, PodsAreFoundByUidOrName) {
   // Finished: gone from the store.
   state.apply_pod(decoded_pod(json_of("a", "", "Succeeded")));
   EXPECT_FALSE(state.pod("u-a").has_value());
-}
-
-// The gpushare profile's unhealthy-card ConfigMaps through the store's sink:
-// a relist that lacks one drops its marks, an unchanged one is not reported
-// again, and /debug/snapshot carries them (a replay of it sees the marks).
-TEST(ClusterState, TheContractsConfigMapsFollowListsAndEvents) {
-  k8s::SyncOptions options;
-  options.contract = std::make_shared<k8s::GpushareContract>();
-  k8s::ClusterState state(options);
-  auto cm = [](const std::string& name, const std::string& gpus) {
-    return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name + R"(","namespace":"kube-system","resourceVersion":"7"},"data":{"gpus":")" +
-           gpus + R"("}})";
-  };
-  state.begin_node_list();
-  ASSERT_TRUE(state.list_node(R"({"metadata":{"name":"n1"},"status":{"capacity":{"aliyun.com/gpu-mem":"30","aliyun.com/gpu-count":"2"}}})").ok());
-  state.end_node_list();
-  auto schedulable = [&] {
-    return state.read([](const Ledger& l) {
-      std::vector<bool> out;
-      for (const auto& c : l.node("n1")->cards()) out.push_back(c.schedulable());
-      return out;
-    });
-  };
-  state.begin_pod_list(true);
-  state.end_pod_list();
-  EXPECT_FALSE(state.ready()) << "a contract that reads ConfigMaps waits for their list";
-  state.begin_config_map_list();
-  ASSERT_TRUE(state.list_config_map(cm("unhealthy-gpu-n1", "1,9")).ok());
-  ASSERT_TRUE(state.list_config_map(cm("coredns", "0")).ok());  // not the contract's: ignored
-  state.end_config_map_list();
-  EXPECT_TRUE(state.ready());
-  EXPECT_EQ(schedulable(), (std::vector<bool>{true, false}));
-  const size_t reported = state.problems().size();
-  EXPECT_GE(reported, 1u);
-  EXPECT_NE(state.snapshot_json().find("unhealthy-gpu-n1"), std::string::npos);
-  auto rv = state.config_map_event(k8s::WatchEventType::kModified, cm("unhealthy-gpu-n1", "1,9"));
-  ASSERT_TRUE(rv.ok());
-  EXPECT_EQ(*rv, "7");
-  EXPECT_EQ(state.problems().size(), reported) << "an unchanged ConfigMap is not reported again";
-  state.begin_config_map_list();  // a relist without it: the mark goes
-  state.end_config_map_list();
-  EXPECT_EQ(schedulable(), (std::vector<bool>{true, true}));
-  EXPECT_EQ(state.snapshot_json().find("unhealthy-gpu-n1"), std::string::npos);
-  ASSERT_TRUE(state.config_map_event(k8s::WatchEventType::kAdded, cm("unhealthy-n1", "0")).ok());
-  EXPECT_EQ(schedulable(), (std::vector<bool>{false, true}));
-  ASSERT_TRUE(state.config_map_event(k8s::WatchEventType::kDeleted, cm("unhealthy-n1", "0")).ok());
-  EXPECT_EQ(schedulable(), (std::vector<bool>{true, true}));
-  EXPECT_FALSE(state.config_map_event(k8s::WatchEventType::kAdded, "[]").ok());
-  EXPECT_EQ(state.counters().malformed_config_maps, 1u);
-  EXPECT_EQ(state.counters().malformed_nodes, 0u);
 }
 
 }  // namespace

@@ -107,13 +107,11 @@ TEST(Encode, APodIsAV1PodObject) {
   EXPECT_EQ(j["status"], json::object());
 }
 
-// DISABLED: a bug. objects.h says the encoders write "JSON that the decoders
-// above read back the same", but k8s/encode.cc pod_json (about line 77)
-// leaves out three fields decode_pod reads: spec.schedulingGates
-// (Pod::scheduling_gated), status.nominatedNodeName (nominated_node_name),
-// and metadata.deletionTimestamp (ObjectMeta::deleting). A gated, nominated
-// or terminating pod in /debug/snapshot reads back as an ordinary one.
-TEST(Encode, DISABLED_GatesNominationAndDeletionReadBackToo) {
+// objects.h says the encoders write "JSON that the decoders above read back
+// the same"; pod_json left out spec.schedulingGates, status.nominatedNodeName
+// and metadata.deletionTimestamp: a gated, nominated or terminating pod in
+// /debug/snapshot read back as an ordinary one.
+TEST(Encode, GatesNominationAndDeletionReadBackToo) {
   Pod p = full_pod();
   p.scheduling_gated = true;
   p.nominated_node_name = "n2";

@@ -122,44 +122,6 @@ TEST(QuotaBook, AMalformedLimitIsReportedOncePerChange) {
   EXPECT_EQ(book.apply(bad, ledger).size(), 1u);
 }
 
-TEST(QuotaState, ResourceQuotasArriveByListAndWatchAndAGoneOneIsDroppedByTheRelist) {
-  std::vector<std::string> reported;
-  k8s::SyncOptions o;
-  o.on_quota_problem = [&](const k8s::ObjectMeta& q, const std::string& m) { reported.push_back(q.namespace_name + "/" + q.name + ": " + m); };
-  k8s::ClusterState state(o);
-  auto json_of = [](const k8s::ResourceQuota& q) { return k8s::resource_quota_json(q); };
-  state.begin_resource_quota_list();
-  ASSERT_TRUE(state.list_resource_quota(json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "2"}}))).ok());
-  ASSERT_TRUE(state.list_resource_quota(json_of(quota("b", "q", {{"limits.fracpack.io/gpu-memory", "half"}}))).ok());
-  state.end_resource_quota_list();
-  EXPECT_EQ(state.quota_rows().size(), 2u);
-  ASSERT_EQ(reported.size(), 1u);
-  EXPECT_EQ(reported[0], "b/q: spec.hard limits.fracpack.io/gpu-memory cannot be read (" + fracpack::Quantity::parse("half").message() +
-                             "): no new GPU placement in the namespace until it is fixed");
-  EXPECT_EQ(state.counters().malformed_quotas, 1u);
-  ASSERT_TRUE(state.resource_quota_event(k8s::WatchEventType::kModified, json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "3"}}))).ok());
-  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.quota("a")->at(0).hard; }), 3);
-  // A relist without b's quota: it is gone.
-  state.begin_resource_quota_list();
-  ASSERT_TRUE(state.list_resource_quota(json_of(quota("a", "q", {{"limits.fracpack.io/gpu", "3"}}))).ok());
-  state.end_resource_quota_list();
-  EXPECT_EQ(state.read([](const scheduling::Ledger& l) { return l.quota("b") == nullptr; }), true);
-  ASSERT_TRUE(state.resource_quota_event(k8s::WatchEventType::kDeleted, json_of(quota("a", "q", {}))).ok());
-  EXPECT_TRUE(state.quota_rows().empty());
-}
-
-TEST(QuotaState, NotReadyUntilTheResourceQuotasAreListed) {
-  k8s::ClusterState state(k8s::SyncOptions{});
-  state.begin_pod_list(false);
-  state.end_pod_list();
-  state.begin_node_list();
-  state.end_node_list();
-  EXPECT_FALSE(state.ready()) << "a namespace's quota cannot be checked before its ResourceQuotas are known";
-  state.begin_resource_quota_list();
-  state.end_resource_quota_list();
-  EXPECT_TRUE(state.ready());
-}
-
 // The bind path: two binds racing for a namespace's last card, one at a
 // time under the store's lock; the second is refused with the quota named.
 TEST(QuotaState, AReservationPastTheQuotaIsRefusedAtomically) {

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "k8s/cluster_state.h"
+#include "scheduling/evaluator.h"
+#include "scheduling/policy.h"
 #include "test/support/cluster_harness.h"
 
 namespace fracpack::testing::reservations_test {
@@ -51,6 +53,36 @@ std::string json_of(const std::string& name, const std::string& node, const std:
 
 bool held(const k8s::ClusterState& state, const std::string& uid) {
   return state.read([&](const Ledger& l) { return l.pod(uid) != nullptr; });
+}
+
+// A bind's reserve (CardChoice): the policy's best cards, reserved once; a
+// retried bind (its answer lost) reuses them instead of reserving again; a
+// node fracpack does not know is refused naming it.
+TEST(Reservations, ABindsChoiceIsReservedOnceAndARetryReusesIt) {
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 2));
+  auto policy = scheduling::make_policy("fracpack", {});
+  ASSERT_TRUE(policy.ok()) << policy.message();
+  scheduling::Evaluator evaluator(**policy, scheduling::FitOptions{});
+  auto request = state.contract().pod_request(decoded_pod(json_of("p", "", "Pending")));
+  ASSERT_TRUE(request.ok()) << request.message();
+  const std::string n1 = "n1", n9 = "n9", who = "default/p";
+  std::string reason;
+  const scheduling::PodFacts facts{"u-p", who, 0, 0};
+  auto first = state.reservations().reserve(facts, k8s::Reservations::CardChoice{evaluator, *request, n1, who, &reason}, scheduling::Clock::now());
+  ASSERT_TRUE(first.ok()) << first.message();
+  EXPECT_FALSE(first->retried);
+  EXPECT_FALSE(first->namespace_quota);
+  EXPECT_NE(reason.find("the policy's best cards on the node"), std::string::npos) << reason;
+  EXPECT_TRUE(held(state, "u-p"));
+  auto retry = state.reservations().reserve(facts, k8s::Reservations::CardChoice{evaluator, *request, n1, who}, scheduling::Clock::now());
+  ASSERT_TRUE(retry.ok()) << retry.message();
+  EXPECT_TRUE(retry->retried) << "the first attempt's reservation";
+  EXPECT_EQ(retry->allocation, first->allocation);
+  auto unknown = state.reservations().reserve({"u-q", "default/q", 0, 0}, k8s::Reservations::CardChoice{evaluator, *request, n9, who},
+                                              scheduling::Clock::now());
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.message(), "node n9 is not known to fracpack");
 }
 
 TEST(Reservations, ReserveChoosesAndHoldsUnderTheLockAndRefusesWhatNoLongerFits) {
@@ -286,6 +318,74 @@ TEST(ReservationsRecheck, AReservationReleasedMeanwhileIsNotBound) {
   auto r = state.reservations().recheck("n1", {}, "mine", [](const Ledger& l) { return first_fit(l, "n1"); });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("released meanwhile"), std::string::npos) << r.message();
+}
+
+// Which exit a reservation takes is decided by Reservations alone, from
+// what the bind or the reconciler learned: the Binding's outcome, a read
+// after an unknown outcome, the reconciler's GET.
+TEST(Reservations, TheBindsOutcomeDecidesTheExit) {
+  using Exit = k8s::Reservations::Exit;
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 4));
+  k8s::Reservations& r = state.reservations();
+  reserve(state, "u-bound", "n1", 0);
+  reserve(state, "u-refused", "n1", 1);
+  reserve(state, "u-unknown", "n1", 2);
+  reserve(state, "u-gone", "n1", 3);
+  EXPECT_EQ(r.bind_finished("u-bound", {true, false, false}), Exit::kAccepted);
+  EXPECT_EQ(r.bind_finished("u-refused", {false, false, false}), Exit::kReleased);
+  EXPECT_EQ(r.bind_finished("u-unknown", {false, false, true}), Exit::kKept) << "the pod may hold its cards";
+  EXPECT_EQ(r.bind_finished("u-gone", {false, true, true}), Exit::kReleased) << "a gone pod holds nothing, known or not";
+  EXPECT_TRUE(held(state, "u-bound"));
+  EXPECT_FALSE(held(state, "u-refused"));
+  EXPECT_TRUE(held(state, "u-unknown"));
+  EXPECT_FALSE(held(state, "u-gone"));
+  EXPECT_EQ(r.bind_finished("u-refused", {false, false, false}), Exit::kNone) << "released already";
+}
+
+// A read after an unknown outcome that finds the pod unbound releases its
+// reservation, unless kube-scheduler's retry of the bind is in flight: the
+// retry reuses it and settles it itself.
+TEST(Reservations, AnUnboundReadLeavesARetryInFlightItsReservation) {
+  using Exit = k8s::Reservations::Exit;
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 2));
+  k8s::Reservations& r = state.reservations();
+  reserve(state, "u-p", "n1", 0);
+  r.bind_started("u-p", "n1", /*holds_node=*/true);
+  EXPECT_TRUE(r.any_binding());
+  EXPECT_EQ(r.binding_to({"n1", "n2"}), (std::vector<bool>{true, false}));
+  EXPECT_EQ(r.bind_settled("u-p", k8s::Presence::kNotThere), Exit::kKept);
+  EXPECT_TRUE(held(state, "u-p"));
+  r.bind_ended("u-p", "n1", true);
+  EXPECT_FALSE(r.any_binding());
+  EXPECT_TRUE(r.binding_to({"n1"}).empty()) << "none in flight at all";
+  EXPECT_EQ(r.bind_settled("u-p", k8s::Presence::kUnknown), Exit::kKept);
+  EXPECT_EQ(r.bind_settled("u-p", k8s::Presence::kNotThere), Exit::kReleased);
+  EXPECT_FALSE(held(state, "u-p"));
+}
+
+// The reconciler's GET: gone, another UID, finished or bound elsewhere
+// release; pending within its TTL or bound here keep; pending past it releases.
+TEST(Reservations, TheReconcilersReadDecidesTheExit) {
+  using Exit = k8s::Reservations::Exit;
+  k8s::ClusterState state({nullptr, 30s, {}, {}, {}, {}, {}, {}});
+  state.apply_node(decoded_node("n1", 4));
+  k8s::Reservations& r = state.reservations();
+  for (const char* uid : {"u-a", "u-b", "u-c", "u-d"}) reserve(state, uid, "n1", uid[2] - 'a');
+  auto stale = [](const std::string& uid, bool past_ttl) { return k8s::Reservations::Stale{uid, "default", uid.substr(2), "n1", past_ttl}; };
+  EXPECT_EQ(r.pod_read(stale("u-a", false), nullptr), Exit::kReleased) << "404";
+  const k8s::Pod pending = decoded_pod(json_of("b", ""));
+  EXPECT_EQ(r.pod_read(stale("u-b", false), &pending), Exit::kKept) << "within its TTL";
+  EXPECT_EQ(r.pod_read(stale("u-b", true), &pending), Exit::kReleased) << "past its TTL, unbound";
+  const k8s::Pod elsewhere = decoded_pod(json_of("c", "n2"));
+  EXPECT_EQ(r.pod_read(stale("u-c", false), &elsewhere), Exit::kReleased);
+  const k8s::Pod here = decoded_pod(json_of("d", "n1"));
+  EXPECT_EQ(r.pod_read(stale("u-d", true), &here), Exit::kKept) << "bound here: the watch confirms it";
+  EXPECT_TRUE(held(state, "u-d"));
+  EXPECT_FALSE(held(state, "u-a"));
+  EXPECT_FALSE(held(state, "u-b"));
+  EXPECT_FALSE(held(state, "u-c"));
 }
 
 }  // namespace

@@ -248,12 +248,12 @@ void check_scheduler_config(const config::Config& fc, YAML::Node ks, Problems& o
   // gpushare's resource is advertised by its device plugin on the node:
   // kube-scheduler counts it (the peer's own extender config says false);
   // fracpack's and HAMi's per-card shares are not node totals.
-  const bool ignored = fc.contract.profile != "gpushare";
+  const bool ignored = fc.contract.profile != k8s::Profile::kGpushare;
   for (auto r : e["managedResources"]) {
     managed.insert(str(r["name"]));
     if (!valid_extended_resource_name(str(r["name"]))) bad(str(r["name"]) + " is not a valid extended resource name");
     if (!r["ignoredByScheduler"].IsDefined() || r["ignoredByScheduler"].as<bool>() != ignored) {
-      bad(str(r["name"]) + " needs ignoredByScheduler: " + (ignored ? "true" : "false") + " with the " + fc.contract.profile + " profile");
+      bad(str(r["name"]) + " needs ignoredByScheduler: " + (ignored ? "true" : "false") + " with the " + std::string(k8s::profile_name(fc.contract.profile)) + " profile");
     }
   }
   auto contract = k8s::make_contract(fc.contract);
@@ -360,8 +360,8 @@ std::set<std::string> cluster_grants(const Objects& objects, const std::string& 
 // privilege, and exactly its API calls (RbacMatchesTheCode).
 void check_node_agent(const Objects& objects, const config::Config& fc, Problems& out) {
   YAML::Node* ds = find(objects, "DaemonSet", "fracpack-node-agent");
-  if (fc.contract.profile != "fracpack") {
-    if (ds) out.push_back("DaemonSet fracpack-node-agent: only with the fracpack profile (with " + fc.contract.profile + ", the peer's device plugin runs)");
+  if (fc.contract.profile != k8s::Profile::kFracpack) {
+    if (ds) out.push_back("DaemonSet fracpack-node-agent: only with the fracpack profile (with " + std::string(k8s::profile_name(fc.contract.profile)) + ", the peer's device plugin runs)");
     return;
   }
   if (!ds) {
@@ -583,7 +583,7 @@ void check_keys(const Objects& objects, const config::Config& fc, YAML::Node pod
   YAML::Node* ds = find(objects, "DaemonSet", "fracpack-node-agent");
   std::unique_ptr<const YAML::Node> agent;
   if (ds) agent.reset(container(*ds, [](YAML::Node c) { return str(c["args"][0]) == "node-agent"; }));
-  if (fc.security.records != "signed") return;
+  if (fc.security.records != config::RecordSigning::kSigned) return;
 
   std::string signing_secret;
   if (fc.security.signing_key.empty()) {
@@ -707,8 +707,8 @@ void check_webhook(const Objects& objects, const config::Config& fc, YAML::Node 
     if (timeout < 1 || timeout > 10) out.push_back(who + ": timeoutSeconds must be 1..10 (every pod creation waits on it)");
     const std::string policy = str(w["failurePolicy"]);
     if (policy != "Ignore" && policy != "Fail") out.push_back(who + ": failurePolicy must be Ignore or Fail (say which)");
-    if (fc.contract.profile != "fracpack" && policy != "Fail") {
-      out.push_back(who + ": failurePolicy must be Fail with the " + fc.contract.profile + " profile (its device plugin does not verify signatures)");
+    if (fc.contract.profile != k8s::Profile::kFracpack && policy != "Fail") {
+      out.push_back(who + ": failurePolicy must be Fail with the " + std::string(k8s::profile_name(fc.contract.profile)) + " profile (its device plugin does not verify signatures)");
     }
   }
   // cert-manager: the Certificate writes the Secret fracpack mounts, names the Service, and its CA is injected.
@@ -932,15 +932,15 @@ Problems check_installation(const Objects& objects) {
   std::set<std::string> cluster_wide = {"|pods|get", "|pods|list", "|pods|watch", "|pods/binding|create",
                                         "|nodes|list", "|nodes|watch", "|events|create",
                                         "|resourcequotas|list", "|resourcequotas|watch"};
-  if (fc.contract.profile == "hami" && fc.contract.hami_node_lock) {
-    cluster_wide.insert({"|nodes|get", "|nodes|patch"});  // HAMi's node lock (k8s/node_lock.h)
+  if (fc.contract.profile == k8s::Profile::kHami && fc.contract.hami_node_lock) {
+    cluster_wide.insert({"|nodes|get", "|nodes|patch"});  // HAMi's node lock (k8s/contract/hami_node_lock.h)
   }
   if (held[""] != cluster_wide) {
     std::string got;
     for (auto g : held[""]) got += g + " ";
     out.push_back("cluster-wide grants must be exactly fracpack's API calls; got " + got);
   }
-  if (fc.contract.profile == "gpushare") {
+  if (fc.contract.profile == k8s::Profile::kGpushare) {
     const std::string& health_ns = fc.contract.gpushare.unhealthy_namespace;
     for (const char* verb : {"list", "watch"}) {
       if (!held[health_ns].count(std::string("|configmaps|") + verb)) {
@@ -1213,7 +1213,8 @@ TEST(Manifests, RbacMatchesTheCode) {
        "|pods|patch (the bind fence's marker, by name)"},
       {std::regex(R"re("/api/v1/namespaces/" \+ [\w.]+ \+ "/pods/" \+ [\w.]+ \+ "/binding")re"), "|pods/binding|create"},
       {std::regex(R"re(request\("POST", "/api/v1/namespaces/" \+ [\w.]+ \+ "/events")re"), "|events|create"},
-      {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ \w+ \+ "/configmaps/" \+ \w+\))re"), "|configmaps|get"},
+      {std::regex(R"re(request\("GET", "/api/v1/namespaces/" \+ k8s::url_encode\(key.namespace_name\) \+ "/configmaps/" \+ k8s::url_encode\(key.name\)\))re"),
+       "|configmaps|get"},
       {std::regex(R"re(resource = "/api/v1/pods")re"), "|pods|list+watch"},
       {std::regex(R"re(resource = "/api/v1/nodes")re"), "|nodes|list+watch"},
       // The namespace GPU quota (k8s/quota.h).
@@ -1226,8 +1227,10 @@ TEST(Manifests, RbacMatchesTheCode) {
       // The node agent (its own ServiceAccount, manifests/node-agent.yaml):
       // its Node's device annotation, and the pods on its node.
       {std::regex(R"re(path = "/api/v1/nodes/" \+ k8s::url_encode\(node_\);)re"), "|nodes|get+patch (node agent)"},
-      {std::regex(R"re(path = "/api/v1/namespaces/" \+ k8s::url_encode\(ns\) \+ "/pods/" \+ k8s::url_encode\(name\);)re"),
+      {std::regex(R"re(path = "/api/v1/namespaces/" \+ k8s::url_encode\(key.namespace_name\) \+ "/pods/" \+ k8s::url_encode\(key.name\);)re"),
        "|pods|get (node agent: the pod an Allocate is for)"},
+      {std::regex(R"re(path = "/api/v1/pods\?resourceVersion=0&fieldSelector=" \+ k8s::url_encode\(node::pods_on_node_selector\(options_.node_name\)\);)re"),
+       "|pods|list (node agent: the pods waiting on its node, when an Allocate begins a pod)"},
   };
   std::set<std::string> used;
   size_t calls = 0;
@@ -1253,7 +1256,7 @@ TEST(Manifests, RbacMatchesTheCode) {
       }
     }
   }
-  EXPECT_EQ(calls, 18u);
+  EXPECT_EQ(calls, 19u);
   EXPECT_EQ(used.size(), known.size()) << "a permission in this table is no longer used by the code: drop it from the RBAC";
 }
 
@@ -1475,7 +1478,7 @@ TEST(Chart, AProfileSwitchesTheSchedulersResourcesAndFracpacksContract) {
     Problems q;
     Configs cfg = configs(chart, q);
     ASSERT_TRUE(cfg.fracpack) << profile;
-    EXPECT_EQ(cfg.fracpack->contract.profile, profile);
+    EXPECT_EQ(k8s::profile_name(cfg.fracpack->contract.profile), profile);
     std::set<std::string> managed;
     for (auto r : cfg.scheduler["extenders"][0]["managedResources"]) managed.insert(str(r["name"]));
     if (profile == "hami") {

@@ -18,7 +18,10 @@ TEST(AgentState, WritesAndReadsBackWhatWasServed) {
   EXPECT_EQ(*empty, AgentState{});
   const AgentState s{{{"uid-a", 2}, {"uid-b", 1}},
                      "uid-a",
-                     {{"uid-a", Holding{"ns/a", {{0, 8192, 500, 2}, {3, 40960, 1000, 1}}}}, {"uid-c", Holding{"ns/c", {}}}}};
+                     {{"uid-a", Holding{"ns/a", {{0, 8192, 500, 2}, {3, 40960, 1000, 1}}}}, {"uid-c", Holding{"ns/c", {}}}},
+                     {{"uid-d", "ns/d"}, {"uid-e", "ns/e"}},
+                     2,
+                     {"uid-f"}};
   ASSERT_TRUE(save_agent_state(path, s).ok());
   auto back = load_agent_state(path);
   ASSERT_TRUE(back) << back.message();
@@ -37,7 +40,13 @@ TEST(AgentState, AMalformedFileNamesItsLine) {
            {"holds uid-a ns/a\n", "s:1: \"holds uid-a\" needs a namespace/name and the charges"},
            {"holds uid-a ns/a 0:1:2\n", "s:1: \"holds uid-a\": \"0:1:2\" is not card:memoryMiB:coresMilli:shares"},
            {"holds uid-a ns/a 0:1:2:3,x\n", "s:1: \"holds uid-a\": \"x\" is not card"},
-           {"served\n", "s:1: expected \"last <uid>\" or \"served <uid> <count>\""}}) {
+           {"served\n", "s:1: expected \"last <uid>\" or \"served <uid> <count>\""},
+           {"undecided uid-a\n", "s:1: \"undecided uid-a\" needs a namespace/name"},
+           {"owed two\n", "s:1: \"owed\" needs a count 1..1048576"},
+           {"owed 0\n", "s:1: \"owed\" needs a count"},
+           {"owed 1 2\n", "s:1: \"owed\" needs a count"},
+           {"owed +3\n", "s:1: \"owed\" needs a count"},
+           {"refused uid-a uid-b\n", "s:1: \"refused\" takes one pod UID"}}) {
     auto r = parse_agent_state(text, "s");
     ASSERT_FALSE(r) << text;
     EXPECT_NE(r.message().find(message), std::string::npos) << r.message();

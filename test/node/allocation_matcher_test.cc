@@ -18,6 +18,14 @@ WaitingPod pod(const std::string& name, const std::string& created, std::vector<
 
 GpuContainer ctr(const std::string& name, int devices, bool init = false) { return GpuContainer{name, init, devices, {}}; }
 
+// One pod asking 1 device on card `index` (512 MiB, 5 %), first seen
+// bound `arrival`-th.
+WaitingPod one_on(const std::string& name, const std::string& created, int index, uint64_t arrival) {
+  WaitingPod p = pod(name, created, {{ctr("c", 1), {share(index, 512, 50)}}});
+  p.arrival = arrival;
+  return p;
+}
+
 TEST(AllocationMatcher, OneWaitingPodGetsItsRecordedCards) {
   AllocationMatcher m;
   m.set_pods({pod("a", "2026-01-01T00:00:00Z", {{ctr("main", 1), {share(2, 8192, 500)}}})});
@@ -135,10 +143,11 @@ TEST(AllocationMatcher, AnOlderPodBoundLaterOnOtherCardsIsRefusedNotGuessed) {
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.message().find("2 pods (bound in the other order than created) each wait"), std::string::npos) << a.message();
   // On the same card with the same share, either answer is right.
+  AllocationMatcher n;
   WaitingPod twin = pod("old", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(0, 4096, 250)}}});
   twin.arrival = 2;
-  m.set_pods({young, twin});
-  auto b = m.allocate(1);
+  n.set_pods({young, twin});
+  auto b = n.allocate(1);
   ASSERT_TRUE(b.ok()) << b.message();
   EXPECT_EQ(b->pod_key, "default/young");
 }
@@ -173,7 +182,9 @@ TEST(AllocationMatcher, IdenticalRequestsOnDifferentCardsSeenTogetherAreRefusedN
   EXPECT_NE(a.message().find("2 pods were seen bound together and each wait for a container asking 1 device on different cards"), std::string::npos)
       << a.message();
   EXPECT_FALSE(m.lacks_candidate(1));  // no pod event will settle it: answered at once
-  // Once one has started (gone from the waiting pods), the other is certain.
+  // Once kubelet has failed one (its verdict in, the pod gone from the
+  // waiting pods), the other is certain.
+  m.verdict("uid-x");
   m.set_pods({pod("y", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(1, 4096, 250)}}})});
   auto b = m.allocate(1);
   ASSERT_TRUE(b.ok());
@@ -296,6 +307,205 @@ TEST(AllocationMatcher, ServedCountsSurviveARestartAndForgetPodsGone) {
   EXPECT_EQ(d->container, "d");
   restarted.set_pods({});
   EXPECT_TRUE(restarted.served().empty());
+}
+
+// Found on the real tier (CI, 2026-11-27): kube-apiserver restarted amid a
+// burst; kubelet relisted and got two pods at once, admitting the older
+// first, while the agent's watch had shown only the younger (bound first).
+// The pods the API server lists that the watch has not shown are rivals
+// under the rule for a later-bound pod: an older one on other cards makes
+// the choice ambiguous.
+TEST(AllocationMatcher, AnOlderPodTheWatchHasNotShownYetMakesTheChoiceAmbiguous) {
+  AllocationMatcher m;
+  WaitingPod young = one_on("young", "2026-01-01T00:00:05Z", 2, 1);
+  WaitingPod old = pod("old", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(0, 512, 50)}}});
+  m.set_pods({young});
+  // Without the list the agent's one candidate is served (what happened).
+  ASSERT_TRUE(m.peek(1).ok());
+  m.add_unseen({young, old});  // the list holds the watched pod too: not a rival of itself
+  EXPECT_EQ(m.unseen(), 1u);
+  auto a = m.allocate(1);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.message().find("2 pods (bound in the other order than created) each wait"), std::string::npos) << a.message();
+  // Listed for that Allocate only: once kubelet's verdict on the refusal
+  // is in (it failed `old`), `young` is served.
+  m.forget_unseen();
+  EXPECT_FALSE(m.peek(1).ok()) << "young may be the pod kubelet failed";
+  m.verdict("uid-old");
+  EXPECT_TRUE(m.peek(1).ok());
+}
+
+TEST(AllocationMatcher, AnUnseenPodCreatedInTheSameSecondIsARival) {
+  // kubelet's relist takes them together, ties in no set order; the watch
+  // has shown only `shown` (bound first). A pod the watch shows, bound
+  // later in the same second, is taken after (the binds reached kubelet one
+  // by one).
+  WaitingPod shown = one_on("shown", "2026-01-01T00:00:05Z", 2, 1);
+  WaitingPod tie = pod("tie", "2026-01-01T00:00:05Z", {{ctr("c", 1), {share(0, 512, 50)}}});
+  {
+    AllocationMatcher m;
+    m.set_pods({shown});
+    m.add_unseen({tie});
+    auto a = m.allocate(1);
+    ASSERT_FALSE(a.ok()) << "answered " << a->pod_key;
+    EXPECT_NE(a.message().find("bound in the other order than created"), std::string::npos) << a.message();
+  }
+  {
+    AllocationMatcher m;
+    tie.arrival = 2;
+    m.set_pods({shown, tie});
+    auto a = m.allocate(1);
+    ASSERT_TRUE(a.ok()) << a.message();
+    EXPECT_EQ(a->pod_key, "default/shown");
+  }
+}
+
+TEST(AllocationMatcher, AnUnseenPodIsARivalOnlyWhereKubeletCouldTakeItFirst) {
+  WaitingPod young = one_on("young", "2026-01-01T00:00:05Z", 2, 1);
+  // Younger: kubelet takes it after, however it got them.
+  {
+    AllocationMatcher m;
+    m.set_pods({young});
+    m.add_unseen({pod("younger", "2026-01-01T00:00:09Z", {{ctr("c", 1), {share(0, 512, 50)}}})});
+    auto a = m.allocate(1);
+    ASSERT_TRUE(a.ok()) << a.message();
+    EXPECT_EQ(a->pod_key, "default/young");
+  }
+  // Older but the same share on the same card: either answer is right.
+  {
+    AllocationMatcher m;
+    m.set_pods({young});
+    m.add_unseen({pod("twin", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(2, 512, 50)}}})});
+    auto a = m.allocate(1);
+    ASSERT_TRUE(a.ok()) << a.message();
+    EXPECT_EQ(a->pod_key, "default/young");
+  }
+  // Older, but asking another number of devices: not this Allocate's.
+  {
+    AllocationMatcher m;
+    m.set_pods({young});
+    m.add_unseen({pod("pair", "2026-01-01T00:00:01Z", {{ctr("c", 2), {share(0, 512, 50), share(1, 512, 50)}}})});
+    EXPECT_TRUE(m.allocate(1).ok());
+  }
+  // Older, but the watch saw it leave (a lagging cache still lists it).
+  {
+    AllocationMatcher m;
+    WaitingPod gone = one_on("gone", "2026-01-01T00:00:01Z", 0, 0);
+    m.set_pods({gone, young});
+    m.set_pods({young});
+    m.add_unseen({gone});
+    EXPECT_EQ(m.unseen(), 0u);
+    EXPECT_TRUE(m.allocate(1).ok());
+  }
+  // Never served itself: what the agent serves is what its watch shows.
+  {
+    AllocationMatcher m;
+    m.set_pods({});
+    m.add_unseen({young});
+    auto a = m.allocate(1);
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.message().find("no pod bound to this node waits"), std::string::npos) << a.message();
+  }
+  // The watch's next delivery replaces the list.
+  {
+    AllocationMatcher m;
+    m.set_pods({young});
+    m.add_unseen({pod("old", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(0, 512, 50)}}})});
+    m.set_pods({young});
+    EXPECT_EQ(m.unseen(), 0u);
+  }
+}
+
+TEST(AllocationMatcher, AnAmbiguousRefusalNamesThePodsKubeletMayBeAdmitting) {
+  AllocationMatcher m;
+  WaitingPod young = one_on("young", "2026-01-01T00:00:05Z", 2, 1);
+  WaitingPod old = one_on("old", "2026-01-01T00:00:01Z", 0, 2);
+  WaitingPod younger = one_on("younger", "2026-01-01T00:00:09Z", 1, 3);
+  m.set_pods({young, old, younger});
+  ASSERT_FALSE(m.allocate(1).ok());
+  using Pods = std::vector<std::pair<std::string, std::string>>;
+  // kubelet admits young (binds one by one) or old (a batch, oldest first);
+  // never younger.
+  EXPECT_EQ(m.undecided(), (Pods{{"uid-young", "default/young"}, {"uid-old", "default/old"}}));
+  EXPECT_EQ(m.verdicts_owed(), 1u);
+  // Until kubelet's verdict, neither is served: young is next in turn.
+  EXPECT_TRUE(m.awaits_verdict(1));
+  EXPECT_FALSE(m.peek(1).ok());
+  // kubelet failed old: young is next.
+  m.verdict("uid-old");
+  EXPECT_TRUE(m.undecided().empty());
+  EXPECT_FALSE(m.awaits_verdict(1));
+  auto a = m.allocate(1);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->pod_key, "default/young");
+  // One deleted meanwhile tells nothing: the other is still undecided.
+  AllocationMatcher w;
+  w.set_pods({young, old});
+  ASSERT_FALSE(w.allocate(1).ok());
+  ASSERT_EQ(w.undecided().size(), 2u);
+  w.set_pods({old});
+  EXPECT_EQ(w.undecided().size(), 2u) << "the watch showing one leave is not kubelet's verdict";
+  w.drop_undecided("uid-young");
+  EXPECT_EQ(w.undecided(), (Pods{{"uid-old", "default/old"}}));
+  // old may be the pod kubelet failed: it is not served.
+  auto refused = w.allocate(1);
+  ASSERT_FALSE(refused.ok()) << "answered " << refused->pod_key;
+  EXPECT_NE(refused.message().find("may be one kubelet failed on an earlier refusal"), std::string::npos) << refused.message();
+}
+
+TEST(AllocationMatcher, EveryAmbiguousRefusalOwesItsOwnVerdict) {
+  // Two refusals, each of which kubelet may have failed either pod on: one
+  // verdict leaves the other pod undecided, another refusal's verdict too.
+  AllocationMatcher m;
+  WaitingPod young = one_on("young", "2026-01-01T00:00:05Z", 1, 1);
+  WaitingPod old = one_on("old", "2026-01-01T00:00:01Z", 0, 2);
+  WaitingPod later = one_on("later", "2026-01-01T00:00:09Z", 0, 3);
+  m.set_pods({young, old, later});
+  using Pods = std::vector<std::pair<std::string, std::string>>;
+  ASSERT_FALSE(m.allocate(1).ok());  // young or old
+  EXPECT_EQ(m.undecided(), (Pods{{"uid-young", "default/young"}, {"uid-old", "default/old"}}));
+  // young is next in turn and may be dead: refused; were it dead, kubelet
+  // was admitting another, any of those waiting.
+  EXPECT_TRUE(m.awaits_verdict(1));
+  ASSERT_FALSE(m.allocate(1).ok());
+  EXPECT_EQ(m.verdicts_owed(), 2u);
+  EXPECT_EQ(m.undecided().size(), 3u);
+  m.verdict("uid-old");
+  EXPECT_EQ(m.verdicts_owed(), 1u);
+  EXPECT_EQ(m.undecided(), (Pods{{"uid-young", "default/young"}, {"uid-later", "default/later"}}));
+  EXPECT_TRUE(m.awaits_verdict(1)) << "young may be the second refusal's";
+  EXPECT_FALSE(m.peek(1).ok());
+  m.verdict("uid-young");
+  EXPECT_TRUE(m.undecided().empty());
+  EXPECT_EQ(m.verdicts_owed(), 0u);
+  auto a = m.allocate(1);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->pod_key, "default/later");
+  // Never more owed than pods left to pay: kubelet asking twice for one
+  // pod is two refusals; once both pods are deleted nothing is owed, and
+  // the next refusal owes one.
+  AllocationMatcher r;
+  r.set_pods({young, old});
+  ASSERT_FALSE(r.allocate(1).ok());
+  ASSERT_FALSE(r.allocate(1).ok());
+  EXPECT_EQ(r.verdicts_owed(), 2u);
+  r.drop_undecided("uid-young");
+  EXPECT_EQ(r.verdicts_owed(), 1u) << "old may be dead";
+  r.drop_undecided("uid-old");
+  EXPECT_EQ(r.verdicts_owed(), 0u);
+  WaitingPod fourth = one_on("fourth", "2026-01-01T00:00:00Z", 1, 4);  // bound after `later`, created before it
+  r.set_pods({later, fourth});
+  ASSERT_FALSE(r.allocate(1).ok());
+  EXPECT_EQ(r.verdicts_owed(), 1u);
+  r.verdict("uid-fourth");
+  EXPECT_TRUE(r.undecided().empty());
+  EXPECT_TRUE(r.peek(1).ok());
+  // A verdict on a pod no refusal named pays nothing.
+  AllocationMatcher n;
+  n.set_pods({young, old, later});
+  ASSERT_FALSE(n.allocate(1).ok());
+  n.verdict("uid-later");
+  EXPECT_EQ(n.verdicts_owed(), 1u);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include "node/mps_daemon.h"
 #include "node/mps_status.h"
 
+#include "common/time.h"
+
 namespace fracpack::node::mps_test {
 namespace {
 
@@ -30,6 +32,9 @@ TEST(MpsStatus, ReadsBackWhatItWrote) {
   s.cards = {"GPU-0", "GPU-1"};
   s.restarts = 3;
   s.message = "";
+  EXPECT_EQ(format_mps_status(s), "{\"cards\":[\"GPU-0\",\"GPU-1\"],\"heartbeat\":\"" + format_rfc3339(s.heartbeat) +
+                                      "\",\"message\":\"\",\"pid\":42,\"restarts\":3,\"state\":\"ready\"}\n")
+      << "one line, as it was written before";
   auto back = parse_mps_status(format_mps_status(s));
   ASSERT_TRUE(back.ok()) << back.message();
   EXPECT_EQ(*back, s);

@@ -80,7 +80,7 @@ TEST(NodeRecords, ARecordThatCannotServeSaysWhy) {
 TEST(NodeRecords, ATkePodsVcudaCoreCountMatchesItsRecordedCards) {
   RecordRules rules = plain_rules();
   k8s::ContractConfig config;
-  config.profile = "tke";
+  config.profile = k8s::Profile::kTke;
   rules.contract = *k8s::make_contract(config);
   k8s::Pod p = bound_pod(
       R"({"node":"n1","containers":[{"name":"main","cards":[{"index":1,"uuid":"GPU-b","memoryMiB":2048,"cores":30}]},)"
@@ -176,6 +176,25 @@ TEST(NodeRecords, OnlyPodsNotYetRunningWait) {
   p.phase = "Pending";
   p.meta.deleting = true;
   EXPECT_FALSE(may_wait(p));
+}
+
+TEST(NodeRecords, OnlyAFailedAdmissionIsKubeletsVerdictOnAnAllocate) {
+  k8s::Pod p = bound_pod(kRecord);
+  EXPECT_FALSE(failed_at_allocate(p));
+  p.phase = "Failed";
+  EXPECT_FALSE(failed_at_allocate(p)) << "no reason: not known to be kubelet's rejection";
+  p.reason = "OutOfcpu";  // another admission handler
+  EXPECT_FALSE(failed_at_allocate(p));
+  p.reason = "UnexpectedAdmissionError";
+  EXPECT_TRUE(failed_at_allocate(p));
+  p.phase = "Succeeded";
+  EXPECT_FALSE(failed_at_allocate(p));
+  // Read from the API server's JSON.
+  auto parsed = k8s::parse_pod(R"({"metadata":{"name":"p","namespace":"default","uid":"u"},"spec":{"nodeName":"n"},)"
+                               R"("status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Allocate failed"}})",
+                               k8s::Selection{});
+  ASSERT_TRUE(parsed) << parsed.message();
+  EXPECT_TRUE(failed_at_allocate(*parsed));
 }
 
 TEST(NodeRecords, TheDeviceAnnotationReadsBackThroughTheContract) {

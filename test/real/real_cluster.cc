@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -208,6 +209,24 @@ bool port_taken(uint16_t port) {
   return taken;
 }
 
+// A unix socket something answers on. A socket file alone is no kubelet:
+// one killed (an earlier run of this tier, a machine's kubelet stopped)
+// leaves its kubelet.sock behind, and this tier would skip for good.
+bool unix_socket_answers(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) {
+    ::close(fd);
+    return false;
+  }
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  const bool answers = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return answers;
+}
+
 }  // namespace
 
 RealCluster::RealCluster(RealClusterOptions options) : options_(std::move(options)), k8s_dir_(kShared) {}
@@ -226,8 +245,8 @@ std::string RealCluster::unavailable() {
   if (!fs::exists(FRACPACK_FAKE_NVML)) return std::string(FRACPACK_FAKE_NVML) + " is not built";
   // Never beside a kubelet of the machine's own: the tier owns
   // /var/lib/kubelet/device-plugins and port 10250 while it runs.
-  if (port_taken(10250) || fs::exists("/var/lib/kubelet/device-plugins/kubelet.sock")) {
-    return "a kubelet runs on this machine already (port 10250 or /var/lib/kubelet/device-plugins/kubelet.sock)";
+  if (port_taken(10250) || unix_socket_answers("/var/lib/kubelet/device-plugins/kubelet.sock")) {
+    return "a kubelet runs on this machine already (port 10250, or /var/lib/kubelet/device-plugins/kubelet.sock answers)";
   }
   if (::access("/sys/fs/cgroup", W_OK) != 0) return "/sys/fs/cgroup is not writable (kubelet makes the pods' cgroups)";
   return "";

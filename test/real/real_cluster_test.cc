@@ -644,6 +644,7 @@ TEST_F(Real, E2_ABindingThatNeverLeftDuringAnApiServerRestartIsAKnownFailure) {
     if (phase == "Failed") {
       ++failed_at_kubelet;
       const std::string why = cluster().pod("default", n).value_or(json::object())["status"].value("message", "");
+      std::printf("%s\n", figures_line(n + " refused at kubelet: " + why).c_str());
       EXPECT_TRUE(why.find("cannot confirm pod default/" + n + " with the API server") != std::string::npos ||
                   why.find("fracpack: cannot tell which pod kubelet is admitting") != std::string::npos)
           << n << ": " << why;

@@ -177,47 +177,9 @@ TEST(LedgerQuota, TheNamespacesUseFollowsItsPodsAssumedConfirmedAndGone) {
   EXPECT_TRUE(l.check_invariants().ok());
 }
 
-// Ledger::check_quota, before the cards are chosen: a share sized by the
-// card under a memory limit is judged once when the cluster's smallest and
-// largest cards agree (admitted on both, or refused on both), and per node
-// only in between; the bounds follow the nodes as they come and go.
-TEST(LedgerQuota, AShareSizedByTheCardIsJudgedOnceWhereTheClustersCardsAgree) {
-  Ledger l;
-  l.upsert_node(fracpack::testing::node("small", 2, 16384));
-  l.upsert_node(fracpack::testing::node("big", 2, 81920, "A100"));
-  EXPECT_EQ(l.card_memory_bounds(), (std::pair<int64_t, int64_t>{16384, 81920}));
-  PodRequest half;  // half of a card's memory, on one card
-  half.namespace_name = "team";
-  half.containers.push_back(ContainerRequest{"main", false, 1, 0, 50, 300});
-  auto check = [&](int64_t hard) {
-    l.set_quota("team", {{"q", "limits.fracpack.io/gpu-memory", QuotaResource::kMemoryMib, hard, ""}});
-    return l.check_quota("team", half);
-  };
-  Ledger::QuotaCheck roomy = check(100000);
-  EXPECT_TRUE(roomy.admitted.ok());
-  EXPECT_FALSE(roomy.per_node) << "40960 MiB on the largest card fits: every node admits it";
-  Ledger::QuotaCheck between = check(20000);
-  EXPECT_TRUE(between.admitted.ok());
-  EXPECT_TRUE(between.per_node) << "8192 MiB on the small card fits, 40960 on the big one does not";
-  Ledger::QuotaCheck tight = check(4096);
-  EXPECT_FALSE(tight.per_node);
-  EXPECT_EQ(tight.admitted.message(), "exceeds ResourceQuota team/q limits.fracpack.io/gpu-memory: used 0 MiB, asked 8192 MiB, hard 4096 MiB")
-      << "refused on the smallest card: on every node";
-  // The big node goes: the bounds follow, and the share is judged once again.
-  l.remove_node("big");
-  EXPECT_EQ(l.card_memory_bounds(), (std::pair<int64_t, int64_t>{16384, 16384}));
-  EXPECT_FALSE(check(20000).per_node);
-  l.upsert_node(fracpack::testing::node("small", 2, 24576));  // its cards replaced
-  EXPECT_EQ(l.card_memory_bounds(), (std::pair<int64_t, int64_t>{24576, 24576}));
-  EXPECT_TRUE(l.check_invariants().ok()) << l.check_invariants().message();
-  // No limit on memory, or none at all: once, admitted.
-  l.set_quota("team", {{"q", "limits.fracpack.io/gpu", QuotaResource::kCards, 1, ""}});
-  EXPECT_FALSE(l.check_quota("team", half).per_node);
-  EXPECT_TRUE(l.check_quota("other", half).admitted.ok());
-}
-
-// The bound on one node (preempt): the pod's use were its cards that size;
-// init containers counted as effective requests.
+// The pod's use were its cards of a given size (the ledger's smallest and
+// largest cards bound it: scheduling/quota_gate.h); init containers counted
+// as effective requests.
 TEST(QuotaUse, OnACardOfAGivenSizeCountsTheShareSizedByIt) {
   PodRequest pod;
   pod.containers.push_back(ContainerRequest{"init", true, 3, 0, 100, 1000});

@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/contract/fracpack.h"
+#include "k8s/contract/profiles.h"
 #include "k8s/snapshot.h"
 #include "test/support/record_keys.h"
 #include "test/support/server_fixture.h"
+#include "test/support/soak_profile.h"
 
 namespace fracpack::testing::bind_service_test {
 namespace {
@@ -334,7 +336,7 @@ TEST(BindService, TheBindTimeoutCountsFromTheRequestsArrival) {
 TEST(BindService, SlowAnswersDoNotQueueTheBindsBehindThem) {
   config::Config cfg = test_config();
   cfg.bind_workers = 16;
-  cfg.cluster.bind_fence_read = "consistent";  // two answers a bind (the fence's read, the Binding), as counted below
+  cfg.cluster.bind_fence_read = k8s::BindFenceRead::kConsistent;  // two answers a bind (the fence's read, the Binding), as counted below
   Connected c(cfg);
   for (int n = 0; n < 8; ++n) c.api->create("nodes", node_object("n" + std::to_string(n), 1));
   c.start();
@@ -386,6 +388,123 @@ TEST(BindService, TheFenceSeesWhatAnotherSchedulerBoundBeforeTheWatchDoes) {
   c.api->faults().event_delay_ms = 0;
 }
 
+
+// The fence's reads of a node's (or a namespace's) bound pods; the
+// informer's own list and watch select by phase, not by node.
+int fence_reads(const FakeApiServer& api) { return api.requests("GET /api/v1/pods?fieldSelector=spec.nodeName"); }
+
+// A profile without a node lock (fracpack's): a GPU bind is fenced and
+// posted, and no node is patched for a lock.
+TEST(BindService, AProfileWithoutANodeLockTakesNone) {
+  Connected c;
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  const std::string a = c.api->create("pods", gpu_pod("a", "u-a", 60));
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  const int fenced_before = fence_reads(*c.api);
+  ASSERT_TRUE(c.driver().introduce_and_bind(a, "solo").ok());
+  EXPECT_GT(fence_reads(*c.api), fenced_before) << "a GPU bind is fenced";
+  EXPECT_EQ(c.api->requests("PATCH /api/v1/nodes"), 0) << "no lock to take";
+  EXPECT_EQ(nlohmann::json::parse(*c.api->get("pods", "default", "a"))["spec"].value("nodeName", ""), "solo");
+}
+
+config::Config hami_config() {
+  config::Config cfg = test_config();
+  cfg.contract.profile = k8s::Profile::kHami;
+  return cfg;
+}
+
+// HAMi's node "x" (one A10 registered), the daemon started, and pod
+// default/a (uid u-a) asking 1 GPU, 1000 MiB, 10 % of it: the pod's JSON.
+std::string start_hami_node_with_pod(Connected& c) {
+  const json devices = json::array({{{"id", "GPU-x"}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
+  c.api->create("nodes", peer_node_json("x", {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
+  c.start();
+  const json limits = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}, {"nvidia.com/gpucores", "10"}};
+  const std::string pod = json{{"apiVersion", "v1"},
+                               {"kind", "Pod"},
+                               {"metadata", {{"name", "a"}, {"namespace", "default"}, {"uid", "u-a"}}},
+                               {"spec",
+                                {{"schedulerName", "fracpack"},
+                                 {"containers", {{{"name", "main"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}}},
+                               {"status", {{"phase", "Pending"}}}}
+                              .dump();
+  c.api->create("pods", pod);
+  return pod;
+}
+
+// The one rollback (post_bind) with a node lock: a Binding that certainly
+// failed releases the lock, so the node is not held for a pod that is not
+// bound there. (An unknown outcome keeps it: post_bind's `!o.outcome_unknown`;
+// the fake API server cannot lose a Binding's answer and then every read of
+// the pod without failing the lock's own read first.)
+TEST(BindService, ABindingThatFailedReleasesTheNodeLock) {
+  Connected c(hami_config());
+  const std::string pod = start_hami_node_with_pod(c);
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  c.api->faults().conflict_bindings = 1;
+  EXPECT_FALSE(c.driver().introduce_and_bind(pod, "x").ok());
+  EXPECT_GE(c.api->requests("PATCH /api/v1/nodes/x"), 2) << "the lock was taken, then released";
+  const json node = json::parse(*c.api->get("nodes", "", "x"));
+  EXPECT_EQ(node["metadata"]["annotations"].value("hami.io/mutex.lock", "").find(",default,a"), std::string::npos)
+      << "kept after a Binding that certainly failed: " << node.dump();
+}
+
+// A profile with a node lock (hami's): the bind takes it first, then the
+// fence reads the node, then the Binding is posted; the lock is kept for
+// HAMi's device plugin to release at Allocate.
+TEST(BindService, TheContractsNodeLockIsTakenBeforeTheFenceAndTheBinding) {
+  Connected c(hami_config());
+  const std::string pod = start_hami_node_with_pod(c);
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-a").has_value(); }));
+  ASSERT_TRUE(c.driver().introduce_and_bind(pod, "x").ok());
+  const json node = json::parse(*c.api->get("nodes", "", "x"));
+  EXPECT_NE(node["metadata"]["annotations"].value("hami.io/mutex.lock", "").find(",default,a"), std::string::npos)
+      << "kept after the Binding: HAMi's device plugin releases it at Allocate";
+  const std::vector<std::string> log = c.api->request_log();
+  auto first = [&](const std::string& prefix) {
+    for (size_t i = 0; i < log.size(); ++i) {
+      if (log[i].rfind(prefix, 0) == 0) return i;
+    }
+    return log.size();
+  };
+  const size_t lock_at = first("PATCH /api/v1/nodes/x"), fence_at = first("GET /api/v1/pods?fieldSelector=spec.nodeName"),
+               bind_at = first("POST /api/v1/namespaces/default/pods/a/binding");
+  ASSERT_LT(bind_at, log.size());
+  EXPECT_LT(lock_at, fence_at);
+  EXPECT_LT(fence_at, bind_at);
+}
+
+// A pod that asks no cards: kube-scheduler's node stands, its CPU and
+// memory are reserved, and the Binding is posted with no fence, no record
+// and no GPUAllocated Event.
+TEST(BindService, APodWithoutCardsIsBoundWithoutAFenceOrARecord) {
+  config::Config cfg = test_config();
+  cfg.cluster.events = true;
+  Connected c(cfg);
+  c.api->create("nodes", node_object("solo", 1));
+  c.start();
+  json web = json::parse(cpu_pod("web", "u-web"));
+  web["spec"]["schedulerName"] = "fracpack";
+  c.api->create("pods", web.dump());
+  ASSERT_TRUE(Cluster::wait_for([&] { return c.daemon().state().pod("u-web").has_value(); }));
+  const int fenced_before = fence_reads(*c.api);
+  ASSERT_TRUE(c.driver().introduce_and_bind(web.dump(), "solo").ok());
+  EXPECT_EQ(fence_reads(*c.api), fenced_before) << "nothing to fence";
+  const json bound = json::parse(*c.api->get("pods", "default", "web"));
+  EXPECT_EQ(bound["spec"].value("nodeName", ""), "solo");
+  EXPECT_FALSE(bound["metadata"].contains("annotations") && bound["metadata"]["annotations"].contains("fracpack.io/allocation"))
+      << bound.dump();
+  // Its CPU and memory are held on the node (reserved, or confirmed by now).
+  const auto held = c.daemon().state().read([](const scheduling::Ledger& l) {
+    const scheduling::PodRecord* r = l.pod("u-web");
+    return r != nullptr ? std::make_pair(r->node, r->cpu_milli) : std::make_pair(std::string(), int64_t{0});
+  });
+  EXPECT_EQ(held.first, "solo");
+  EXPECT_EQ(held.second, 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (const auto& e : c.api->list("events")) EXPECT_NE(nlohmann::json::parse(e).value("reason", ""), "GPUAllocated") << e;
+}
 
 }  // namespace
 }  // namespace fracpack::testing::bind_service_test

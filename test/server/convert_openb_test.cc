@@ -80,7 +80,7 @@ TEST(ConvertOpenb, EachProfilesSnapshotReadsBackThroughItsContract) {
 
   for (const std::string profile : {"hami", "gpushare"}) {
     k8s::ContractConfig cc;
-    cc.profile = profile;
+    cc.profile = *k8s::parse_profile(profile);
     cli::OpenbConversion conversion;
     conversion.hami_split_count = 4;
     auto snapshot = cli::openb_snapshot(setup, cc, 7, conversion);
@@ -108,10 +108,10 @@ TEST(ConvertOpenb, EachProfilesSnapshotReadsBackThroughItsContract) {
   }
 
   k8s::ContractConfig unknown;
-  unknown.profile = "volcano";
+  unknown.profile = k8s::Profile::kTke;  // no OpenB writer
   auto refused = cli::openb_snapshot(setup, unknown, 7);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.message().find("volcano"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("tke"), std::string::npos) << refused.message();
 }
 
 }  // namespace

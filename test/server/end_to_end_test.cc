@@ -104,7 +104,7 @@ TEST_P(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger)
     std::printf("[ scaled   ] FRACPACK_TEST_SCALE_DOWN=%d: %zu nodes, %zu arrivals\n", k, setup.nodes.size(), setup.arrivals.size());
   }
   k8s::ContractConfig cc;
-  cc.profile = profile;
+  cc.profile = *k8s::parse_profile(profile);
   auto snapshot = cli::openb_snapshot(setup, cc, 42);
   ASSERT_TRUE(snapshot) << snapshot.message();
   auto made = k8s::make_contract(cc);
@@ -131,7 +131,7 @@ TEST_P(EndToEnd, OpenbThroughHttpEqualsTheReplayAndTheAnnotationsEqualTheLedger)
 
   // The cluster: the same objects in the API server.
   config::Config c = test_config();
-  c.contract.profile = profile;
+  c.contract.profile = *k8s::parse_profile(profile);
   c.workload.config_map = "fracpack-system/fracpack-target-workload";
   c.cluster.reconcile_interval = std::chrono::seconds(30);
   Connected cluster(c);

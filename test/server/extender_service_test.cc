@@ -341,6 +341,41 @@ TEST(ExtenderPreempt, NoVictimsForAPodItsNamespacesQuotaRefuses) {
   ASSERT_EQ(r->count("solo"), 1u);
 }
 
+// Preempt counts the quota as filter and bind do (scheduling/quota_gate.h):
+// on the card the pod would be given once the victims are gone. It used to
+// bound a share sized by the card by the node's largest card, and refused a
+// node whose small card, once freed, keeps the namespace within its quota:
+// the pod then stayed pending for good, though filter would place it there.
+TEST(ExtenderPreempt, CountsTheQuotaOnTheCardThePodWouldBeGivenOnceTheVictimsAreGone) {
+  json mixed = json::parse(node_object("mixed", 2));
+  mixed["metadata"]["annotations"]["fracpack.io/gpu-devices"] =
+      json::array({{{"index", 0}, {"memoryMiB", 16384}, {"model", "Tesla-T4"}}, {{"index", 1}, {"memoryMiB", 81920}, {"model", "A100"}}})
+          .dump();
+  std::vector<std::string> objects = {mixed.dump(), resource_quota("team", "memory", {{"limits.fracpack.io/gpu-memory", "20000"}})};
+  objects.push_back(bound_on_card0("low", 60, 1, "mixed"));
+  json holder = json::parse(gpu_pod("holder", "u-holder", 100, 0, 1, {}, 5000, "mixed"));
+  scheduling::Allocation a;
+  a.node = "mixed";
+  a.containers.push_back({"main", false, {scheduling::CardShare{1, "", 0, 1000}}});
+  holder["metadata"]["annotations"]["fracpack.io/allocation"] = k8s::format_allocation(a);
+  objects.push_back(holder.dump());
+  Standalone s(objects);
+  json pod = json::parse(in_namespace(gpu_pod("vip", "u-vip", 50, 0, 1, {}, 1000), "team"));
+  for (auto* r : {&pod["spec"]["containers"][0]["resources"]["limits"], &pod["spec"]["containers"][0]["resources"]["requests"]}) {
+    (*r)["fracpack.io/gpu-memory-percent"] = "50";
+  }
+  auto r = s.driver().preempt(0, pod.dump(), {{"mixed", {}}});
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->count("mixed"), 1u) << "half of the freed 16 GiB card is 8192 MiB, within 20000";
+  EXPECT_EQ(r->at("mixed"), std::vector<std::string>{"u-low"});
+  // Half of the 80 GiB card would not be: with that card the only one, no victims.
+  json big = json::parse(node_object("big", 1, 81920));
+  Standalone b({big.dump(), resource_quota("team", "memory", {{"limits.fracpack.io/gpu-memory", "20000"}}), bound_on_card0("low", 60, 1, "big")});
+  r = b.driver().preempt(0, pod.dump(), {{"big", {}}});
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r->count("big"), 0u);
+}
+
 // Found against real kube-scheduler calls (issue 31): the contract's
 // resources are ignoredByScheduler, so kube-scheduler's dry run proposes the
 // GPU nodes with no victims at all (the pod "fits" there by its in-tree

@@ -10,13 +10,17 @@
 #include <cstdlib>
 
 #include "test/support/failover.h"
+#include "test/support/testlib.h"
 
 namespace fracpack::testing::failover_test {
 namespace {
 
 FailoverOptions ci_options(bool kill) {
   FailoverOptions o;
-  o.operations = 2000;
+  // Under ASan these ran 20 times slower than plain (262 s for the quota
+  // test, the longest of the sanitizer stage): FRACPACK_TEST_SCALE_DOWN
+  // runs a quarter of the operations there, the 9 failovers all the same.
+  o.operations = test_scale_down() > 1 ? 500 : 2000;
   o.failovers = 9;
   o.watch_cut_permille = 100;
   o.seed = kill ? 20261124 : 20261125;
@@ -39,7 +43,7 @@ void expect_no_overcommit(const FailoverReport& r, const FailoverOptions& o, uin
   // bindFenceRead: marker or resourceVersion, its writes or version reads too.
   EXPECT_GE(r.node_reads, r.placed) << r.summary();
   EXPECT_EQ(r.marker_fallbacks, 0) << r.summary();
-  if (o.bind_fence_read == "resourceVersion" || o.bind_fence_read == "marker") {
+  if (o.bind_fence_read == k8s::BindFenceRead::kResourceVersion || o.bind_fence_read == k8s::BindFenceRead::kMarker) {
     EXPECT_GT(r.fence_reads, 0u) << r.summary();
   } else {
     EXPECT_EQ(r.fence_reads, 0u) << r.summary();
@@ -54,7 +58,7 @@ TEST(Failover, TheOldLeaderStaysUpAndNoCardIsOverCommitted) {
 // (With the marker's fence, for API servers before 1.31.)
 TEST(Failover, TheOldLeaderIsKilledWithBindsInFlightAndNoCardIsOverCommitted) {
   FailoverOptions o = ci_options(true);
-  o.bind_fence_read = "marker";
+  o.bind_fence_read = k8s::BindFenceRead::kMarker;
   const FailoverReport r = run_failover(o);
   expect_no_overcommit(r, o);
   EXPECT_GT(r.killed_mid_bind, 0u) << r.summary();
@@ -71,14 +75,18 @@ TEST(Failover, NoNamespaceIsEverSeenAboveItsGpuQuota) {
     FailoverOptions o = ci_options(kill);
     o.quota_namespaces = 10;
     o.seed += 7;
-    if (kill) o.bind_fence_read = "marker";
+    if (kill) o.bind_fence_read = k8s::BindFenceRead::kMarker;
     const FailoverReport r = run_failover(o);
     expect_no_overcommit(r, o, 50);  // the quotas hold about 27 of the 64 cards
     std::printf("%s", r.quota_table().c_str());
-    if (o.bind_fence_read == "marker") {
+    if (o.bind_fence_read == k8s::BindFenceRead::kMarker) {
       // The watch's delivery of the marker write spares most binds the
-      // namespace read (not all: watches are cut).
-      EXPECT_LT(r.namespace_reads, r.placed) << r.quota_table();
+      // namespace read (not all: watches are cut). A statistic of the full
+      // run: scaled down (sanitizers), the binds right after a failover,
+      // which the marker cannot spare, are too large a share to say.
+      if (test_scale_down() == 1) {
+        EXPECT_LT(r.namespace_reads, r.placed) << r.quota_table();
+      }
     } else {
       // Without a marker every GPU bind reads its namespace's bound pods.
       EXPECT_GE(r.namespace_reads, r.placed) << r.quota_table();
@@ -92,7 +100,7 @@ TEST(Failover, NoNamespaceIsEverSeenAboveItsGpuQuota) {
     // namespace that asked for more than its quota.
     uint64_t refused = 0;
     for (const auto& [ns, c] : r.namespaces) refused += c.refused_by_filter + c.refused_by_bind;
-    EXPECT_GT(refused, 20u) << r.quota_table();
+    EXPECT_GT(refused, o.operations / 100) << r.quota_table();
   }
 }
 

@@ -49,30 +49,6 @@ TEST(Log, LogfmtEscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(line.find('\n'), std::string::npos);
 }
 
-TEST(Log, ParsesLevelsAndFormatsByName) {
-  LogLevel level = LogLevel::kInfo;
-  EXPECT_TRUE(parse_log_level("debug", &level));
-  EXPECT_EQ(level, LogLevel::kDebug);
-  EXPECT_TRUE(parse_log_level("warn", &level));
-  EXPECT_EQ(level, LogLevel::kWarn);
-  EXPECT_TRUE(parse_log_level("error", &level));
-  EXPECT_EQ(level, LogLevel::kError);
-  EXPECT_TRUE(parse_log_level("info", &level));
-  EXPECT_EQ(level, LogLevel::kInfo);
-  for (const char* bad : {"", "INFO", "warning", "trace", "info "}) {
-    level = LogLevel::kError;
-    EXPECT_FALSE(parse_log_level(bad, &level)) << bad;
-    EXPECT_EQ(level, LogLevel::kError) << "untouched on failure: " << bad;
-  }
-  LogFormat format = LogFormat::kJson;
-  EXPECT_TRUE(parse_log_format("logfmt", &format));
-  EXPECT_EQ(format, LogFormat::kLogfmt);
-  EXPECT_TRUE(parse_log_format("json", &format));
-  EXPECT_EQ(format, LogFormat::kJson);
-  EXPECT_FALSE(parse_log_format("text", &format));
-  EXPECT_EQ(format, LogFormat::kJson);
-}
-
 // What log() writes to stderr while `f` runs (fd 2 sent to a file).
 template <typename F>
 std::string captured_stderr(F f) {

@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "k8s/contract/fracpack.h"
 #include "node/agent_state.h"
@@ -108,6 +110,55 @@ TEST_F(NodeAgentEndToEnd, PodsAskingTheSameAreServedInTheOrderTheirBindsArrived)
   EXPECT_EQ(mismatches_, 0);
 }
 
+// Found on the real tier (CI, 2026-11-27, kube-apiserver restarted amid a
+// burst): kubelet relisted and admitted the older of two pods, bound
+// second, before the agent's watch showed it; the agent's one candidate was
+// the other pod, and the older pod ran on the other's card. The agent now
+// lists the pods waiting on its node (from the API server's cache, as
+// kubelet's relist reads them) when an Allocate begins a pod.
+TEST_F(NodeAgentEndToEnd, APodKubeletKnowsBeforeTheAgentsWatchIsNeverGivenAnothersCards) {
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string young = bind("young", whole, "default", "2026-01-01T00:00:05Z");
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  cluster_->api->faults().event_delay_ms = 3000;  // the agent's watch falls behind
+  const std::string old = bind("old", whole, "default", "2026-01-01T00:00:01Z");
+  ASSERT_NE(recorded("old").at("main"), recorded("young").at("main"));
+  auto refused = kubelet_->admit(old, kubelet_order(whole));
+  ASSERT_FALSE(refused) << "old was answered with " << refused->at(0).envs.at("NVIDIA_VISIBLE_DEVICES") << "; its record says "
+                        << recorded("old").at("main").at(0) << ", young's " << recorded("young").at("main").at(0);
+  EXPECT_NE(refused.message().find("cannot tell which pod kubelet is admitting"), std::string::npos) << refused.message();
+  cluster_->api->faults().event_delay_ms = 0;
+}
+
+// A tenant who may only create pods in its own namespace puts one straight
+// on the node (spec.nodeName, no scheduler) carrying a copy of another
+// team's record, while the agent's watch lags: the pod reaches the agent
+// only through the list an Allocate reads. It takes no card: the victim
+// is served its own cards, and the tenant's pod is refused.
+TEST_F(NodeAgentEndToEnd, ATenantsPodPutOnTheNodeWithACopiedRecordTakesNoCardThroughTheList) {
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string victim = bind("victim", whole, "team-a");
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  // The squatter is created in a later second: one created in the same
+  // second, unseen, could precede the victim in kubelet's relist, and the
+  // victim would be refused (not given another's card).
+  std::this_thread::sleep_for(1100ms);
+  cluster_->api->faults().event_delay_ms = 3000;  // the agent's watch falls behind
+  json squatter = json::parse(node_pod("squatter", whole, "team-b"));
+  squatter["spec"]["nodeName"] = kNode;
+  const json victim_pod = json::parse(*cluster_->api->get("pods", "team-a", "victim"));
+  for (const auto& [key, value] : victim_pod["metadata"]["annotations"].items()) {
+    if (key.rfind("fracpack.io/", 0) == 0) squatter["metadata"]["annotations"][key] = value;
+  }
+  const std::string squatter_uid = json::parse(cluster_->api->create("pods", squatter.dump()))["metadata"]["uid"];
+  auto served = kubelet_->admit(victim, kubelet_order(whole));
+  ASSERT_TRUE(served) << served.message();
+  EXPECT_EQ(cli::split_list(served->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), recorded("victim", "team-a").at("main"));
+  auto refused = kubelet_->admit(squatter_uid, kubelet_order(whole));
+  ASSERT_FALSE(refused) << "the squatter got " << refused->at(0).envs.at("NVIDIA_VISIBLE_DEVICES");
+  cluster_->api->faults().event_delay_ms = 0;
+}
+
 TEST_F(NodeAgentEndToEnd, KubeletRestartingBetweenAPodsContainersGoesOnWithTheNextOne) {
   // kubelet checkpoints each container's devices: after its restart it
   // allocates only the containers it had not reached.
@@ -151,10 +202,79 @@ TEST_F(NodeAgentEndToEnd, PodsAskingTheSameSeenTogetherAfterARestartAreRefusedNo
   EXPECT_NE(refused.message().find("2 pods were seen bound together"), std::string::npos) << refused.message();
   // kubelet shows it on the pod it admits: the other pod (another team's, maybe) is not named.
   EXPECT_EQ(refused.message().find("twin-"), std::string::npos) << refused.message();
-  // Once one is settled (kubelet failed twin-a; here it is deleted), the other is certain.
+  // Once kubelet's verdict is in (it failed twin-a), the other is certain,
+  // even when twin-a's controller deletes it at once: the agent's watch saw
+  // it Failed first. (A deletion alone is no verdict: twin-b may be the pod
+  // kubelet failed.)
+  fail_at_admission("twin-a");
   cluster_->api->remove("pods", "default", "twin-a");
   EXPECT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
   ASSERT_NO_FATAL_FAILURE(admit_and_check("twin-b", b, shape));
+}
+
+// Found on the real tier (Real.E, 2026-11-28): kubelet 1.20 re-allocated
+// devices for a pod deleted a moment before (restarting its sandbox); the
+// agent waited for a pod to match, and answered that Allocate with the
+// cards of the next pod bound, whose own Allocate then found nothing.
+TEST_F(NodeAgentEndToEnd, AnAllocateForNoWaitingPodDoesNotTakeTheNextPodsCards) {
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  std::optional<Result<std::vector<test::KubeletDouble::Admitted>>> stray;
+  std::jthread kubelet([&] { stray = kubelet_->admit("uid-of-a-deleted-pod", kubelet_order(whole)); });
+  std::this_thread::sleep_for(300ms);
+  const std::string next = bind("next", whole);
+  kubelet.join();
+  ASSERT_TRUE(stray.has_value());
+  ASSERT_FALSE(*stray) << "answered with " << (*stray)->at(0).envs.at("FRACPACK_POD") << "'s cards";
+  EXPECT_NE(stray->message().find("no pod bound to this node waits"), std::string::npos) << stray->message();
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("next", next, whole));
+}
+
+// kube-apiserver restarted: kubelet's watch broke as the agent's did, and
+// kubelet relists — it takes the pods bound meanwhile at once, ties (one
+// creation second) in no set order (found on the real tier, Real.E2,
+// 2026-11-28). The agent saw them one by one; it refuses rather than
+// answer the first seen.
+TEST_F(NodeAgentEndToEnd, PodsBoundWhileTheApiServersWatchesBrokeHaveNoOrder) {
+  const std::vector<Ctr> shape = {{"main", false, 1, 60, 16384}};
+  // Every watch of the API server ends at once, and the next ones too
+  // (each informer's, the agent's among them, meets it).
+  cluster_->api->faults().close_watches = 8;
+  cluster_->api->close_watches();
+  ASSERT_TRUE(Cluster::wait_for([&] { return cluster_->api->faults().close_watches.load() == 0; }, 15s));
+  const std::string b = bind("same-second-b", shape, "default", "2026-01-01T00:00:01Z");
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  const std::string a = bind("same-second-a", shape, "default", "2026-01-01T00:00:01Z");
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 2; }, 5s));
+  ASSERT_NE(recorded("same-second-a").at("main"), recorded("same-second-b").at("main"));
+  auto refused = kubelet_->admit(a, kubelet_order(shape));  // kubelet's relist: `a` first
+  ASSERT_FALSE(refused) << "same-second-a was answered with " << refused->at(0).envs.at("FRACPACK_POD") << "'s cards";
+  EXPECT_NE(refused.message().find("cannot tell which pod kubelet is admitting"), std::string::npos) << refused.message();
+}
+
+TEST_F(NodeAgentEndToEnd, APodFailedByAnotherAdmissionHandlerSettlesNoRefusal) {
+  // The twins refused as above; then twin-a shows Failed, but for another
+  // reason (kubelet's CPU check, before any Allocate): the refusal was
+  // twin-b's, whose own status is late. A third pod's Allocate is not
+  // answered with twin-b's cards, and twin-b is not served.
+  agent_.reset();
+  const std::vector<Ctr> shape = {{"main", false, 1, 60, 16384}};
+  const std::string a = bind("twin-a", shape);
+  const std::string b = bind("twin-b", shape);
+  ASSERT_NO_FATAL_FAILURE(start_agent());
+  ASSERT_FALSE(kubelet_->admit(b, kubelet_order(shape)));
+  fail_at_admission("twin-a", "OutOfcpu");
+  EXPECT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  const std::string c = bind("third", {{"main", false, 1, 30, 4096}});
+  EXPECT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 2; }, 5s));
+  auto third = kubelet_->admit(c, {{"main", 1}});
+  ASSERT_FALSE(third) << "answered " << third->at(0).envs.at("FRACPACK_POD") << " without kubelet's verdict on twin-b";
+  EXPECT_NE(third.message().find("may be one kubelet failed on an earlier refusal"), std::string::npos) << third.message();
+  // kubelet failed both (their statuses in): a fourth pod is served its own cards.
+  fail_at_admission("twin-b");
+  fail_at_admission("third");
+  const std::string d = bind("fourth", {{"main", false, 1, 30, 4096}});
+  EXPECT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("fourth", d, {{"main", false, 1, 30, 4096}}));
 }
 
 // Found on a real kubelet (issue 31): while kubelet had not registered the

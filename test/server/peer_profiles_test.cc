@@ -64,7 +64,7 @@ void restart(Connected& c) {
 
 TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
   config::Config cfg = test_config();
-  cfg.contract.profile = "hami";
+  cfg.contract.profile = k8s::Profile::kHami;
   Connected c(cfg);
   // hami-0 registers in JSON (zero fields omitted: card 0 has no "index"),
   // hami-1 in the older colon/comma text; split count 4.
@@ -144,7 +144,7 @@ TEST(HamiProfile, HamisDevicePluginFindsEveryPodAndGetsFracpacksCards) {
 
 TEST(HamiProfile, ASplitCountOfOneServesOneShareACard) {
   config::Config cfg = test_config();
-  cfg.contract.profile = "hami";
+  cfg.contract.profile = k8s::Profile::kHami;
   Connected c(cfg);
   json devices = json::array({{{"id", "GPU-x"}, {"count", 1}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
   c.api->create("nodes", node("solo", {{"hami.io/node-nvidia-register", devices.dump()}}, json::object()));
@@ -164,7 +164,7 @@ TEST(HamiProfile, ASplitCountOfOneServesOneShareACard) {
 // lock that is never released refuses the bind at its timeout, naming the holder.
 TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
   config::Config cfg = test_config();
-  cfg.contract.profile = "hami";
+  cfg.contract.profile = k8s::Profile::kHami;
   cfg.cluster.bind_timeout = std::chrono::milliseconds(1500);
   Connected c(cfg);
   json devices = json::array({{{"id", "GPU-x"}, {"count", 10}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-A10"}, {"health", true}}});
@@ -195,7 +195,7 @@ TEST(HamiProfile, BindsToOneNodeWaitForThePreviousPodsAllocate) {
 // The hami profile, all else as in tests.
 config::Config hami_config() {
   config::Config cfg = test_config();
-  cfg.contract.profile = "hami";
+  cfg.contract.profile = k8s::Profile::kHami;
   return cfg;
 }
 
@@ -280,7 +280,7 @@ TEST(HamiProfile, ANodeWithABindInFlightIsRankedLastBeforeItsLockIsSeen) {
 
 TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheSame) {
   config::Config cfg = test_config();
-  cfg.contract.profile = "gpushare";
+  cfg.contract.profile = k8s::Profile::kGpushare;
   Connected c(cfg);
   // Two nodes of 2 cards of 15 GiB (capacity 30 over 2).
   for (const char* n : {"share-0", "share-1"}) {
@@ -319,7 +319,7 @@ TEST(GpushareProfile, GpusharesDevicePluginFindsEveryPodAndTheExtenderCountsTheS
 // it lists card 0, no share goes there; deleted, the card serves again.
 TEST(GpushareProfile, TheUnhealthyCardConfigMapIsWatched) {
   config::Config cfg = test_config();
-  cfg.contract.profile = "gpushare";
+  cfg.contract.profile = k8s::Profile::kGpushare;
   Connected c(cfg);
   c.api->create("nodes", node("share-0", json::object(), {{"aliyun.com/gpu-mem", "30"}, {"aliyun.com/gpu-count", "2"}}));
   const json unhealthy = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
@@ -355,7 +355,7 @@ TEST(GpushareProfile, TheUnhealthyCardConfigMapIsWatched) {
 
 TEST(Profiles, ADeploymentLeavesAnotherProfilesNodesAlone) {
   config::Config cfg = test_config();
-  cfg.contract.profile = "gpushare";
+  cfg.contract.profile = k8s::Profile::kGpushare;
   Connected c(cfg);
   json devices = json::array({{{"id", "GPU-h"}, {"count", 4}, {"devmem", 16384}, {"devcore", 100}, {"type", "NVIDIA-T4"}, {"health", true}}});
   c.api->create("nodes", node("hami-node", {{"hami.io/node-nvidia-register", devices.dump()}},

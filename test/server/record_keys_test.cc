@@ -24,7 +24,7 @@ config::SecurityConfig security(std::string signing_key, std::vector<std::string
 
 TEST(RecordKeys, UnsignedRecordsNeedNoKeyInAnyRole) {
   config::SecurityConfig s;
-  s.records = "unsigned";
+  s.records = config::RecordSigning::kUnsigned;
   s.unsigned_before = "2024-01-01T00:00:00Z";
   for (RecordRole role : {RecordRole::kExtender, RecordRole::kStandaloneExtender, RecordRole::kNodeAgent}) {
     auto keys = load_record_keys(s, role);

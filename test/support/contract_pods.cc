@@ -22,7 +22,7 @@ std::string container_json(const std::string& name, const std::string& limits) {
 
 k8s::ContractConfig profile_config(const std::string& name) {
   k8s::ContractConfig c;
-  c.profile = name;
+  c.profile = *k8s::parse_profile(name);
   return c;
 }
 

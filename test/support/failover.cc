@@ -104,7 +104,9 @@ class Failover {
       // (The key is left out at its default: an older fracpack, run for a
       // before/after comparison, may not know it.)
       r.config = process_config(dir_, api_.url(), r.port, o_.assume_ttl, o_.reconcile_interval,
-                                o_.bind_fence_read == "auto" ? "" : "bindFenceRead: \"" + o_.bind_fence_read + "\"\n");
+                                o_.bind_fence_read == k8s::BindFenceRead::kAuto
+                                    ? ""
+                                    : "bindFenceRead: \"" + std::string(k8s::bind_fence_read_name(o_.bind_fence_read)) + "\"\n");
       r.start();
     }
     for (auto& r : replicas_) {

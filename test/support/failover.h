@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/bind_fence_read.h"
 #include "test/support/soak_options.h"
 
 namespace fracpack::testing {
@@ -46,7 +47,7 @@ struct FailoverOptions : SoakOptions {
   // with false it is instant, and the old leader's binds race the new
   // leader's: harsher than kube-scheduler allows.
   bool lease_handover = true;
-  std::string bind_fence_read = "consistent";  // fracpack's cluster.bindFenceRead
+  k8s::BindFenceRead bind_fence_read = k8s::BindFenceRead::kConsistent;  // fracpack's cluster.bindFenceRead
   // The API server's slow regime: this share (thousandths) of answers is
   // late by slow_ms.
   int slow_permille = 0;

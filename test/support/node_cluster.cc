@@ -185,8 +185,10 @@ size_t NodeCluster::ledger_cards_on_node() {
   return it == cards.end() ? 0 : it->second.size();
 }
 
-std::string NodeCluster::bind(const std::string& name, const std::vector<Ctr>& containers, const std::string& ns) {
-  const std::string stored = cluster_->api->create("pods", node_pod(name, containers, ns));
+std::string NodeCluster::bind(const std::string& name, const std::vector<Ctr>& containers, const std::string& ns, const std::string& created) {
+  json spec = json::parse(node_pod(name, containers, ns));
+  if (!created.empty()) spec["metadata"]["creationTimestamp"] = created;
+  const std::string stored = cluster_->api->create("pods", spec.dump());
   const std::string uid = json::parse(stored)["metadata"]["uid"];
   auto cycle = cluster_->driver().schedule(stored, {{kGpuNode, ""}});
   EXPECT_EQ(cycle.node, kGpuNode) << name << ": " << cycle.error << " "
@@ -213,6 +215,16 @@ void NodeCluster::set_phase(const std::string& name, const std::string& phase, c
   cluster_->api->update("pods", ns, name, [&phase](const std::string& text) {
     json p = json::parse(text);
     p["status"]["phase"] = phase;
+    return p.dump();
+  });
+}
+
+void NodeCluster::fail_at_admission(const std::string& name, const std::string& reason, const std::string& ns) {
+  cluster_->api->update("pods", ns, name, [&reason](const std::string& text) {
+    json p = json::parse(text);
+    p["status"]["phase"] = "Failed";
+    p["status"]["reason"] = reason;
+    p["status"]["message"] = "Pod was rejected at admission (" + reason + ")";
     return p.dump();
   });
 }

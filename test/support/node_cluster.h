@@ -53,10 +53,15 @@ class NodeCluster : public ::testing::Test {
   void restart_extender();
 
   // Creates, schedules and binds the pod as kube-scheduler would; its UID.
-  std::string bind(const std::string& name, const std::vector<Ctr>& containers, const std::string& ns = "default");
+  // `created`: its creationTimestamp (RFC 3339), else the API server's now.
+  std::string bind(const std::string& name, const std::vector<Ctr>& containers, const std::string& ns = "default",
+                   const std::string& created = "");
   // The cards (UUIDs) the pod's record names per container, by name.
   std::map<std::string, std::vector<std::string>> recorded(const std::string& name, const std::string& ns = "default");
   void set_phase(const std::string& name, const std::string& phase, const std::string& ns = "default");
+  // kubelet failed the pod at admission (an Allocate refused): phase Failed
+  // with kubelet's reason, or `reason` for another admission handler's.
+  void fail_at_admission(const std::string& name, const std::string& reason = "UnexpectedAdmissionError", const std::string& ns = "default");
   void set_running(const std::string& name, const std::string& ns = "default") { set_phase(name, "Running", ns); }
   // The node's cards as the extender reads them from the API server.
   std::vector<scheduling::Card> published_cards();

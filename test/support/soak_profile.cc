@@ -28,7 +28,9 @@ size_t admit_waiting(FakeApiServer& api, const std::string& node, const std::str
 
 std::shared_ptr<const k8s::Contract> contract_of(const std::string& profile) {
   k8s::ContractConfig cc;
-  cc.profile = profile;
+  auto named = k8s::parse_profile(profile);
+  if (!named) throw std::invalid_argument(named.message());
+  cc.profile = *named;
   auto made = k8s::make_contract(cc);
   if (!made) throw std::invalid_argument(made.message());
   return *made;

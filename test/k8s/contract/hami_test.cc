@@ -42,20 +42,21 @@ std::string register_annotation(const std::string& value) {
 // its expiry and whether binds take it come from the profile's options.
 TEST(HamiContract, TheNodeLockIsTheProfilesOwn) {
   ASSERT_NE(kContract.node_lock(), nullptr);
-  EXPECT_EQ(kContract.node_lock()->options().annotation, "hami.io/mutex.lock");
-  EXPECT_TRUE(kContract.node_lock()->options().taken_by_binds);
+  EXPECT_EQ(kContract.node_lock(), &kContract.hami_node_lock());
+  EXPECT_EQ(kContract.hami_node_lock().options().annotation, "hami.io/mutex.lock");
+  EXPECT_TRUE(kContract.node_lock()->taken_by_binds());
   ContractConfig c;
-  c.profile = "hami";
+  c.profile = Profile::kHami;
   c.hami.node_lock = "example.com/node-lock";
   c.hami_node_lock = false;
   c.hami_node_lock_expire = std::chrono::seconds(30);
   auto made = make_contract(c);
   ASSERT_TRUE(made.ok()) << made.message();
-  const NodeLock* lock = (*made)->node_lock();
+  const auto* lock = dynamic_cast<const HamiNodeLock*>((*made)->node_lock());
   ASSERT_NE(lock, nullptr);
   EXPECT_EQ(lock->options().annotation, "example.com/node-lock");
   EXPECT_EQ(lock->options().expire, std::chrono::seconds(30));
-  EXPECT_FALSE(lock->options().taken_by_binds);
+  EXPECT_FALSE(lock->taken_by_binds());
   const auto now = std::chrono::system_clock::now();
   // (Decoded with the profile's selection: it keeps the annotation it names.)
   auto held = parse_node(R"({"metadata":{"name":"n1","annotations":{"example.com/node-lock":")" +
@@ -65,7 +66,7 @@ TEST(HamiContract, TheNodeLockIsTheProfilesOwn) {
   EXPECT_EQ(lock->held_by(*held, now), "team-a/p");
   EXPECT_EQ(lock->held_by(*held, now + std::chrono::seconds(25)), "") << "older than nodeLockExpire";
   EXPECT_EQ(kContract.node_lock()->held_by(*held, now), "") << "another annotation name";
-  c.profile = "fracpack";
+  c.profile = Profile::kFracpack;
   EXPECT_EQ((*make_contract(c))->node_lock(), nullptr) << "fracpack's agent serves binds in any order";
 }
 

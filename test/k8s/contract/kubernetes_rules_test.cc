@@ -1,6 +1,6 @@
 // Kubernetes' own rules every contract applies alike
 // (k8s/contract/kubernetes_rules.h): extended resources, the effective pod
-// request, allocatable, share resources, and the small text helpers.
+// request, allocatable, share resources, whether a pod asks for cards.
 #include "k8s/contract/kubernetes_rules.h"
 
 #include <gtest/gtest.h>
@@ -172,33 +172,10 @@ TEST(KubernetesRules, NamesResourceLooksAtEveryContainer) {
   EXPECT_TRUE(names_any_resource(pod, {"y/gpu", "x/gpu"}));
   EXPECT_FALSE(names_any_resource(pod, {"y/gpu", "z"}));
   EXPECT_FALSE(names_any_resource(pod, {}));
-}
-
-TEST(KubernetesRules, SplitListTrimsAndDropsEmptyParts) {
-  EXPECT_EQ(split_list("0, 2 ,,3", ','), (std::vector<std::string>{"0", "2", "3"}));
-  EXPECT_EQ(split_list("A|B", '|'), (std::vector<std::string>{"A", "B"}));
-  EXPECT_TRUE(split_list("", ',').empty());
-  EXPECT_TRUE(split_list(" , ,", ',').empty());
-  EXPECT_EQ(split_list("\tone\n", ','), (std::vector<std::string>{"one"}));
-  EXPECT_EQ(trim(" \t\r\n x y \n"), "x y");
-  EXPECT_EQ(trim("   "), "");
-}
-
-TEST(KubernetesRules, SplitFieldsKeepsEveryPart) {
-  EXPECT_EQ(split_fields("uuid,10,32768,,", ','), (std::vector<std::string_view>{"uuid", "10", "32768", "", ""}));
-  EXPECT_EQ(split_fields("", ','), (std::vector<std::string_view>{""}));
-  EXPECT_EQ(split_fields(" a ", ','), (std::vector<std::string_view>{" a "})) << "untrimmed";
-}
-
-TEST(KubernetesRules, ParseDecimalTakesAWholeIntegerOnly) {
-  int64_t v = 0;
-  EXPECT_TRUE(parse_decimal("42", v));
-  EXPECT_EQ(v, 42);
-  EXPECT_TRUE(parse_decimal("-7", v));
-  EXPECT_EQ(v, -7);
-  for (const char* bad : {"", " 1", "1 ", "+1", "1.5", "0x10", "12a"}) EXPECT_FALSE(parse_decimal(bad, v)) << bad;
-  int8_t small = 0;
-  EXPECT_FALSE(parse_decimal("300", small)) << "out of range";
+  // The first named, init containers first, as the webhook's refusal names it.
+  EXPECT_EQ(named_resource(pod, {"y/gpu", "cpu", "x/gpu"}), "x/gpu");
+  EXPECT_EQ(named_resource(pod.containers[0], {"y/gpu", "cpu"}), "cpu");
+  EXPECT_EQ(named_resource(pod, {"y/gpu"}), "");
 }
 
 TEST(KubernetesRules, KubeletMinorVersion) {

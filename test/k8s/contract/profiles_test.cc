@@ -13,8 +13,11 @@ namespace {
 TEST(Profiles, EveryKnownNameMakesItsContract) {
   EXPECT_EQ(profile_names(), (std::vector<std::string>{"fracpack", "hami", "gpushare", "tke"}));
   for (const std::string& name : profile_names()) {
+    auto profile = parse_profile(name);
+    ASSERT_TRUE(profile) << profile.message();
+    EXPECT_EQ(profile_name(*profile), name);
     ContractConfig c;
-    c.profile = name;
+    c.profile = *profile;
     auto contract = make_contract(c);
     ASSERT_TRUE(contract) << name << ": " << contract.message();
     EXPECT_EQ((*contract)->name(), name);
@@ -22,11 +25,23 @@ TEST(Profiles, EveryKnownNameMakesItsContract) {
 }
 
 TEST(Profiles, AnUnknownNameListsTheKnownOnes) {
-  ContractConfig c;
-  c.profile = "nvidia";
-  auto contract = make_contract(c);
-  ASSERT_FALSE(contract);
-  EXPECT_EQ(contract.message(), "unknown profile \"nvidia\" (known: fracpack, hami, gpushare, tke)");
+  auto profile = parse_profile("nvidia");
+  ASSERT_FALSE(profile);
+  EXPECT_EQ(profile.message(), "unknown profile \"nvidia\" (known: fracpack, hami, gpushare, tke)");
+  EXPECT_FALSE(parse_profile("Fracpack")) << "names are exact";
+}
+
+// What outside contract/ asks of a profile, asked here.
+TEST(Profiles, TheNodeAgentServesFracpackAndTkeAndTheWebhookGuardsFracpacksLimits) {
+  EXPECT_EQ(kDefaultProfile, Profile::kFracpack);
+  EXPECT_EQ(ContractConfig{}.profile, kDefaultProfile);
+  std::vector<std::string> served, guarded;
+  for (Profile p : profiles()) {
+    if (node_agent_serves(p)) served.emplace_back(profile_name(p));
+    if (webhook_guards_limits(p)) guarded.emplace_back(profile_name(p));
+  }
+  EXPECT_EQ(served, (std::vector<std::string>{"fracpack", "tke"}));
+  EXPECT_EQ(guarded, (std::vector<std::string>{"fracpack"}));
 }
 
 TEST(Profiles, ContractsUseTheConfiguredNames) {
@@ -61,7 +76,7 @@ TEST(Profiles, EachContractExcludesTheOtherProfilesNodes) {
       {"hami", &hami_node}, {"fracpack", &fracpack_node}, {"gpushare", &gpushare_node}, {"tke", &tke_node}};
   for (const std::string& serving : profile_names()) {
     ContractConfig c;
-    c.profile = serving;
+    c.profile = *parse_profile(serving);
     auto contract = make_contract(c);
     ASSERT_TRUE(contract) << contract.message();
     for (const auto& [owner, n] : owned) {

@@ -1,6 +1,6 @@
-// HAMi's node lock as fracpack takes it (k8s/node_lock.h, ../shared/reference/node-side.md §A2.4),
+// HAMi's node lock as fracpack takes it (k8s/contract/hami_node_lock.h, ../shared/reference/node-side.md §A2.4),
 // against the test API server.
-#include "k8s/node_lock.h"
+#include "k8s/contract/hami_node_lock.h"
 
 #include <gtest/gtest.h>
 
@@ -60,7 +60,7 @@ TEST(NodeLock, TheValueIsHamis) {
 
 TEST(NodeLock, TakenForThePodAndReleasedOnlyByIt) {
   LockFixture f;
-  NodeLock lock;
+  HamiNodeLock lock;
   ASSERT_TRUE(lock.acquire(f.client, target("a"), Steady::now() + milliseconds(2000)).ok());
   auto v = parse_node_lock(f.lock());
   ASSERT_TRUE(v) << f.lock();
@@ -78,7 +78,7 @@ TEST(NodeLock, ALivePodsLockIsWaitedForThenRefusedNamingIt) {
   LockFixture f;
   f.create_pod("holder");
   f.set_lock(format_node_lock(SystemClock::now(), "default", "holder"));
-  NodeLock lock;
+  HamiNodeLock lock;
   Status s = lock.acquire(f.client, target("a"), Steady::now() + milliseconds(200));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("node n1 is locked by pod default/holder"), std::string::npos) << s.message();
@@ -100,9 +100,9 @@ TEST(NodeLock, ALivePodsLockIsWaitedForThenRefusedNamingIt) {
 TEST(NodeLock, ExpiredDanglingAndUnreadableLocksAreTakenOver) {
   LockFixture f;
   f.create_pod("holder");
-  NodeLockOptions o;
+  HamiNodeLockOptions o;
   o.expire = milliseconds(1000);
-  NodeLock lock(o);
+  HamiNodeLock lock(o);
   f.set_lock(format_node_lock(SystemClock::now() - std::chrono::seconds(10), "default", "holder"));
   EXPECT_TRUE(lock.acquire(f.client, target("a"), Steady::now() + milliseconds(500)).ok()) << "expired";
   f.set_lock(format_node_lock(SystemClock::now(), "default", "gone"));
@@ -117,7 +117,7 @@ TEST(NodeLock, TwoWritersNeverBothHoldIt) {
     LockFixture f;
     f.create_pod("a");
     f.create_pod("b");
-    NodeLock lock;
+    HamiNodeLock lock;
     auto deadline = Steady::now() + milliseconds(300);
     auto a = std::async(std::launch::async, [&] { return lock.acquire(f.client, target("a"), deadline).ok(); });
     ApiClient other(testing::client_for(f.api));

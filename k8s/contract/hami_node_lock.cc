@@ -1,4 +1,4 @@
-#include "k8s/node_lock.h"
+#include "k8s/contract/hami_node_lock.h"
 
 #include <thread>
 
@@ -73,7 +73,7 @@ bool pod_exists(ApiClient& client, const std::string& ns, const std::string& nam
 
 }  // namespace
 
-Status NodeLock::acquire(ApiClient& client, const BindTarget& t, std::chrono::steady_clock::time_point deadline) const {
+Status HamiNodeLock::acquire(ApiClient& client, const BindTarget& t, std::chrono::steady_clock::time_point deadline) const {
   const std::string& key = options_.annotation;
   std::string holder;
   for (;;) {
@@ -110,7 +110,7 @@ Status NodeLock::acquire(ApiClient& client, const BindTarget& t, std::chrono::st
   }
 }
 
-void NodeLock::release(ApiClient& client, const BindTarget& t) const {
+void HamiNodeLock::release(ApiClient& client, const BindTarget& t) const {
   const std::string suffix = "," + t.namespace_name + "," + t.name;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto node = read_node(client, t.node, options_.annotation, client.config().request_timeout);
@@ -122,7 +122,7 @@ void NodeLock::release(ApiClient& client, const BindTarget& t) const {
   }
 }
 
-std::string NodeLock::held_by(const Node& node, std::chrono::system_clock::time_point now) const {
+std::string HamiNodeLock::held_by(const Node& node, std::chrono::system_clock::time_point now) const {
   const std::string* lock = node.meta.annotation(options_.annotation);
   if (lock == nullptr) return {};
   auto v = parse_node_lock(*lock);

@@ -1,4 +1,5 @@
-// HAMi's per-node lock, taken as HAMi's own scheduler takes it
+// HAMi's per-node lock (the hami profile's Contract::node_lock, behind the
+// NodeLock interface of k8s/contract/node_lock.h), taken as HAMi's own scheduler takes it
 // (../shared/reference/node-side.md §A2.4): node annotation hami.io/mutex.lock =
 // "<RFC 3339 time>,<namespace>,<pod>", set with a merge patch that carries
 // the node's resourceVersion (two writers cannot both take it). HAMi's
@@ -21,14 +22,11 @@
 #include <string>
 #include <string_view>
 
-#include "k8s/api_client.h"
-#include "k8s/binding.h"
-#include "k8s/objects.h"
-#include "common/result.h"
+#include "k8s/contract/node_lock.h"
 
 namespace fracpack::k8s {
 
-struct NodeLockOptions {
+struct HamiNodeLockOptions {
   std::string annotation = "hami.io/mutex.lock";
   std::chrono::milliseconds expire{std::chrono::minutes(5)};
   // Whether fracpack's binds take it (the hami profile's nodeLock). Either
@@ -45,22 +43,23 @@ struct NodeLockValue {
 std::string format_node_lock(std::chrono::system_clock::time_point at, const std::string& ns, const std::string& name);
 std::optional<NodeLockValue> parse_node_lock(std::string_view text);
 
-class NodeLock {
+class HamiNodeLock final : public NodeLock {
  public:
-  explicit NodeLock(NodeLockOptions options = {}) : options_(std::move(options)) {}
+  explicit HamiNodeLock(HamiNodeLockOptions options = {}) : options_(std::move(options)) {}
 
+  bool taken_by_binds() const override { return options_.taken_by_binds; }
   // Takes the lock of `target.node` for the target pod before `deadline`.
-  Status acquire(ApiClient& client, const BindTarget& target, std::chrono::steady_clock::time_point deadline) const;
+  Status acquire(ApiClient& client, const BindTarget& target, std::chrono::steady_clock::time_point deadline) const override;
   // Releases it if the lock still names the target pod (HAMi's owner check).
-  void release(ApiClient& client, const BindTarget& target) const;
+  void release(ApiClient& client, const BindTarget& target) const override;
   // The pod ("namespace/name") the node's lock names at `now`, unless it is
   // older than `expire`; "" when none.
-  std::string held_by(const Node& node, std::chrono::system_clock::time_point now) const;
+  std::string held_by(const Node& node, std::chrono::system_clock::time_point now) const override;
 
-  const NodeLockOptions& options() const { return options_; }
+  const HamiNodeLockOptions& options() const { return options_; }
 
  private:
-  NodeLockOptions options_;
+  HamiNodeLockOptions options_;
 };
 
 }  // namespace fracpack::k8s
