@@ -210,13 +210,18 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   std::vector<const WaitingPod*> later = candidates;
   const size_t shown = later.size();
   for (const WaitingPod* u : first_candidates_in(unseen_, devices)) later.push_back(u);
-  // A pod the watch has not shown is one kubelet knows first (its relist):
-  // one created in the same second may come first too (kubelet's ties have
-  // no set order).
+  // A pod the watch has not shown, created in the same second, may come
+  // first too when kubelet may be taking `chosen` in a relist's batch
+  // (its arrival merged: kubelet's ties have no set order). Otherwise the
+  // binds reach kubelet one by one, in the watch's order, and that pod's
+  // came after `chosen`'s. (Found by the project's CI, Real.A: four pods
+  // created in one second, the first one's Allocate refused because the
+  // list already showed the second bound and the watch did not.)
+  const bool in_batch = chosen->arrival <= merged_upto_;
   auto may_precede = [&](size_t i) {
     const WaitingPod* c = later[i];
     return c != chosen && (c->creation_timestamp < chosen->creation_timestamp ||
-                           (i >= shown && c->creation_timestamp == chosen->creation_timestamp));
+                           (in_batch && i >= shown && c->creation_timestamp == chosen->creation_timestamp));
   };
   for (size_t i = 0; i < later.size(); ++i) {
     if (may_precede(i) && !equivalent(*chosen, 0, *later[i], 0)) {

@@ -188,7 +188,9 @@ class AllocationMatcher {
   // watch has not shown (nor seen leave) are rivals of the candidate until
   // forget_unseen() or the next set_pods(): bound after every pod the watch
   // shows, they are ruled as a later-bound pod the watch shows is (an older
-  // one on other cards makes the choice ambiguous). They are never chosen:
+  // one on other cards makes the choice ambiguous; one created in the same
+  // second too, while the chosen pod's arrival is merged, as kubelet's
+  // relist has no order for ties). They are never chosen:
   // what the agent serves is what its watch shows.
   void add_unseen(const std::vector<WaitingPod>& listed);
   void forget_unseen() { unseen_.clear(); }

@@ -130,6 +130,29 @@ TEST_F(NodeAgentEndToEnd, APodKubeletKnowsBeforeTheAgentsWatchIsNeverGivenAnothe
   cluster_->api->faults().event_delay_ms = 0;
 }
 
+// Found by the project's CI (Real.A, no restart anywhere): four pods created
+// in one second; when kubelet's Allocate for the first came, the API
+// server's list already showed the second bound, the agent's watch not yet,
+// and the first was refused as if kubelet might take the second before it.
+// With no relist in sight the binds reach kubelet one by one, in the order
+// the watch shows them: the first is served its own cards.
+TEST_F(NodeAgentEndToEnd, PodsCreatedInOneSecondAreServedInBindOrderWhileTheWatchLags) {
+  const std::vector<Ctr> whole = {{"main", false, 1}};
+  const std::string first = bind("first", whole, "default", "2026-01-01T00:00:05Z");
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
+  cluster_->api->faults().event_delay_ms = 3000;  // the agent's watch falls behind
+  const std::string second = bind("second", whole, "default", "2026-01-01T00:00:05Z");
+  ASSERT_NE(recorded("first").at("main"), recorded("second").at("main"));
+  auto served = kubelet_->admit(first, kubelet_order(whole));
+  ASSERT_TRUE(served) << served.message();
+  EXPECT_EQ(cli::split_list(served->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), recorded("first").at("main"));
+  cluster_->api->faults().event_delay_ms = 0;
+  // `first` stays Pending here (no kubelet sets it Running): both wait.
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 2; }, 10s));
+  ASSERT_NO_FATAL_FAILURE(admit_and_check("second", second, whole));
+  EXPECT_EQ(mismatches_, 0);
+}
+
 // A tenant who may only create pods in its own namespace puts one straight
 // on the node (spec.nodeName, no scheduler) carrying a copy of another
 // team's record, while the agent's watch lags: the pod reaches the agent
@@ -139,10 +162,6 @@ TEST_F(NodeAgentEndToEnd, ATenantsPodPutOnTheNodeWithACopiedRecordTakesNoCardThr
   const std::vector<Ctr> whole = {{"main", false, 1}};
   const std::string victim = bind("victim", whole, "team-a");
   ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
-  // The squatter is created in a later second: one created in the same
-  // second, unseen, could precede the victim in kubelet's relist, and the
-  // victim would be refused (not given another's card).
-  std::this_thread::sleep_for(1100ms);
   cluster_->api->faults().event_delay_ms = 3000;  // the agent's watch falls behind
   json squatter = json::parse(node_pod("squatter", whole, "team-b"));
   squatter["spec"]["nodeName"] = kNode;
