@@ -205,7 +205,7 @@ Result<std::pair<const WaitingPod*, size_t>> AllocationMatcher::find(int devices
   // first: a later-bound pod that is older, on other cards, could be the
   // one it admits.
   // Pods the API server lists that the watch has not shown yet were bound
-  // after all of these: the same rule.
+  // after all of these: the same rule, and ties too in a batch (below).
   const WaitingPod* chosen = earliest.front();
   std::vector<const WaitingPod*> later = candidates;
   const size_t shown = later.size();

@@ -66,11 +66,14 @@
 // sorted by creation time, ties (one creation second) in no set order. The
 // agent merges arrivals when it may be so (merge_arrivals_upto): for a
 // minute after its own watch of the API server broke (kubelet's broke
-// too: PodWatch::watch_interrupted), and once a pod has waited unasked
+// too: PodWatch::watch_interrupted), for 10 s after kubelet restarted
+// (PodWatch::kKubeletRestartWindow), and once a pod has waited unasked
 // longer than kubelet takes (DevicesAndPods::set_stale_wait). A relist of
 // kubelet's alone (its watch expired, the agent's did not) within that
 // wait, of pods created in the same second on different cards, is still
-// taken in the agent's arrival order, which kubelet may not follow.
+// taken in the agent's arrival order, which kubelet may not follow; so is
+// such a pod the API server lists and the watch has not shown yet
+// (add_unseen rules ties only while the chosen pod's arrival is merged).
 //
 // Pure and deterministic: the agent feeds it the pods and serialises calls.
 #pragma once

@@ -350,6 +350,18 @@ TEST(AllocationMatcher, AnUnseenPodCreatedInTheSameSecondIsARivalWhenKubeletMayH
     ASSERT_FALSE(a.ok()) << "answered " << a->pod_key;
     EXPECT_NE(a.message().find("bound in the other order than created"), std::string::npos) << a.message();
   }
+  // `shown` arrived after the merged batch: its bind reached kubelet alone.
+  {
+    AllocationMatcher m;
+    WaitingPod after = shown;
+    after.arrival = 2;
+    m.set_pods({after});
+    m.merge_arrivals_upto(1);
+    m.add_unseen({tie});
+    auto a = m.allocate(1);
+    ASSERT_TRUE(a.ok()) << a.message();
+    EXPECT_EQ(a->pod_key, "default/shown");
+  }
   // No relist in sight: the binds reach kubelet one by one, in the order
   // the watch shows them, and the list's `tie` was bound after `shown`.
   // (The project's CI, Real.A: four pods created in one second, the first
