@@ -66,14 +66,18 @@
 // sorted by creation time, ties (one creation second) in no set order. The
 // agent merges arrivals when it may be so (merge_arrivals_upto): for a
 // minute after its own watch of the API server broke (kubelet's broke
-// too: PodWatch::watch_interrupted), for 10 s after kubelet restarted
-// (PodWatch::kKubeletRestartWindow), and once a pod has waited unasked
+// too: PodWatch::watch_interrupted), when kubelet restarted (the pods
+// waiting then: merge_arrivals), and once a pod has waited unasked
 // longer than kubelet takes (DevicesAndPods::set_stale_wait). A relist of
 // kubelet's alone (its watch expired, the agent's did not) within that
 // wait, of pods created in the same second on different cards, is still
 // taken in the agent's arrival order, which kubelet may not follow; so is
 // such a pod the API server lists and the watch has not shown yet
 // (add_unseen rules ties only while the chosen pod's arrival is merged).
+// So is a pod kubelet's first list after its restart held that a lagging
+// watch shows only later; but kubelet 1.20 admits that list's pods before
+// a device plugin can register again and fails them (README, "Kubernetes
+// versions"), and the agent, unregistered meanwhile, has no more bound.
 //
 // Pure and deterministic: the agent feeds it the pods and serialises calls.
 #pragma once

@@ -354,19 +354,8 @@ bool DevicesAndPods::no_pod_could_be_asked(std::unique_lock<std::mutex>& lock, i
 }
 
 void DevicesAndPods::kubelet_restarted() {
-  std::function<void()> relist;
-  {
-    std::lock_guard lock(mu_);
-    matcher_.merge_arrivals();
-    relist = kubelet_relist_;
-  }
-  // Without the lock: the pod watch takes its own, then this one.
-  if (relist) relist();
-}
-
-void DevicesAndPods::set_kubelet_relist(std::function<void()> relist) {
   std::lock_guard lock(mu_);
-  kubelet_relist_ = std::move(relist);
+  matcher_.merge_arrivals();
 }
 
 void DevicesAndPods::merge_stale_locked() {

@@ -92,15 +92,8 @@ class DevicesAndPods {
   // pod watch and kubelet's verdicts the same way.
   Result<Assignment> peek(int devices, std::chrono::steady_clock::time_point deadline);
   size_t waiting_pods() const;
-  // kubelet restarted (the device plugin saw its socket recreated): it
-  // sees every bound pod at once, those waiting now and those its first
-  // list holds that the agent's watch has yet to show. The pods waiting
-  // are merged here; `relist` (set_kubelet_relist) does the rest.
+  // kubelet restarted (the device plugin saw its socket recreated).
   void kubelet_restarted();
-  // What opens a relist window for the pods the watch shows next
-  // (PodWatch::kubelet_may_relist, kKubeletRestartWindow); called without
-  // the state's lock.
-  void set_kubelet_relist(std::function<void()> relist);
   // How long a pod may wait unasked before kubelet is taken to have missed
   // it (5 s; merge_stale_locked).
   void set_stale_wait(std::chrono::milliseconds wait);
@@ -172,7 +165,6 @@ class DevicesAndPods {
   Status within_capacity(const Assignment& a) const;
 
   Persist persist_;
-  std::function<void()> kubelet_relist_;
   AgentState persisted_;  // what persist_ was last given
   CheckPod check_;
   ListWaiting list_waiting_;

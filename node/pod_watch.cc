@@ -1,6 +1,5 @@
 #include "node/pod_watch.h"
 
-#include <algorithm>
 #include <utility>
 
 
@@ -119,13 +118,10 @@ uint64_t PodWatch::next_arrival() {
   return ++arrivals_;
 }
 
-void PodWatch::watch_interrupted() { kubelet_may_relist(kRelistWindow); }
-
-void PodWatch::kubelet_may_relist(std::chrono::seconds window) {
+void PodWatch::watch_interrupted() {
   std::lock_guard lock(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now >= window_until_) window_arrival_ = ++arrivals_;
-  window_until_ = std::max(window_until_, now + window);
+  if (std::chrono::steady_clock::now() >= window_until_) window_arrival_ = ++arrivals_;
+  window_until_ = std::chrono::steady_clock::now() + kRelistWindow;
   // The pods waiting now reach kubelet's relist with those to come.
   state_.merge_arrivals_upto(window_arrival_);
 }

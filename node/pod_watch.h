@@ -55,16 +55,6 @@ class PodWatch : public k8s::InformerSink {
   // cards (the earliest seen, same creation second).
   void watch_interrupted() override;
   static constexpr std::chrono::seconds kRelistWindow{60};
-  // kubelet takes the pods bound here in one batch: such a window, from
-  // now, `window` long (an open one is not shortened).
-  void kubelet_may_relist(std::chrono::seconds window);
-  // kubelet restarted: its first list, a second or two after its start,
-  // holds the pods bound until then, which the agent's watch may show
-  // later, one by one. Found by review: such a pod was ruled by its
-  // arrival, and a same-second pod kubelet took first in that list could
-  // be given its cards. Short: the pods bound after that list reach
-  // kubelet one by one, and a window costs the non-equivalent ones.
-  static constexpr std::chrono::seconds kKubeletRestartWindow{10};
 
   // A complete list has been applied (Allocate answers can be trusted).
   bool synced() const;

@@ -100,7 +100,6 @@ Status NodeAgent::start() {
 
   // The pods bound here, then the plugin, health and the annotation.
   pods_ = std::make_unique<node::PodWatch>(state_, o.node_name, record_rules_, pod_selection());
-  state_.set_kubelet_relist([this] { pods_->kubelet_may_relist(node::PodWatch::kKubeletRestartWindow); });
   if (o.client.endpoint.host.empty()) {
     log_warn("no API server: Allocate answers from the pod watch alone", {{"node", o.node_name}});
   } else {
