@@ -77,7 +77,8 @@
 // So is a pod kubelet's first list after its restart held that a lagging
 // watch shows only later; but kubelet 1.20 admits that list's pods before
 // a device plugin can register again and fails them (README, "Kubernetes
-// versions"), and the agent, unregistered meanwhile, has no more bound.
+// versions"), and none is bound here once the agent's cards read
+// unregistered (about a second after kubelet stops).
 //
 // Pure and deterministic: the agent feeds it the pods and serialises calls.
 #pragma once

@@ -141,7 +141,7 @@ TEST_F(NodeAgentEndToEnd, PodsCreatedInOneSecondAreServedInBindOrderWhileTheWatc
   const std::vector<Ctr> whole = {{"main", false, 1}};
   const std::string first = bind("first", whole, "default", "2026-01-01T00:00:05Z");
   ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 1; }, 5s));
-  cluster_->api->faults().event_delay_ms = 5000;  // the agent's watch falls behind
+  cluster_->api->faults().event_delay_ms = 8000;  // the agent's watch falls behind
   const std::string second = bind("second", whole, "default", "2026-01-01T00:00:05Z");
   ASSERT_NE(recorded("first").at("main"), recorded("second").at("main"));
   auto served = kubelet_->admit(first, kubelet_order(whole));
@@ -150,7 +150,7 @@ TEST_F(NodeAgentEndToEnd, PodsCreatedInOneSecondAreServedInBindOrderWhileTheWatc
   EXPECT_EQ(cli::split_list(served->at(0).envs.at("NVIDIA_VISIBLE_DEVICES")), recorded("first").at("main"));
   cluster_->api->faults().event_delay_ms = 0;
   // `first` stays Pending here (no kubelet sets it Running): both wait.
-  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 2; }, 10s));
+  ASSERT_TRUE(Cluster::wait_for([&] { return agent_->state().waiting_pods() == 2; }, 15s));
   ASSERT_NO_FATAL_FAILURE(admit_and_check("second", second, whole));
   EXPECT_EQ(mismatches_, 0);
 }
