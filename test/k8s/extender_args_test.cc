@@ -8,18 +8,14 @@
 
 #include "k8s/contract/fracpack.h"
 #include "k8s/limits.h"
+#include "test/support/extender_args_bodies.h"
 
 namespace fracpack::k8s::extender_args_test {
 namespace {
 
 const Selection kSel = FracpackContract{}.selection();
-constexpr const char* kPod = R"({"metadata":{"name":"p","namespace":"ml","uid":"u-1"},"spec":{"containers":[{"name":"c"}]}})";
-
-// A body as a test holds it: unpadded (the parser copies it).
-Result<ExtenderArgs> parse_args(const std::string& body, const Selection& selection,
-                                std::span<const std::shared_ptr<const KnownNodeNames>> known = {}) {
-  return parse_extender_args(std::string_view(body), selection, known);
-}
+constexpr const char* kPod = fracpack::testing::kExtenderPod;
+using fracpack::testing::parse_args;
 
 TEST(ExtenderArgs, NodeNamesAreViewsAndTheirTextIsKept) {
   const std::string body = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":null,"NodeNames":["n1","n2"]})";

@@ -26,6 +26,16 @@ WaitingPod one_on(const std::string& name, const std::string& created, int index
   return p;
 }
 
+// kubelet's Allocate of one device, the watch showing `shown`, the API
+// server's list adding `listed`, arrivals merged up to `merged` (0: none).
+Result<Assignment> allocate_one(const std::vector<WaitingPod>& shown, const std::vector<WaitingPod>& listed, uint64_t merged = 0) {
+  AllocationMatcher m;
+  m.set_pods(shown);
+  if (merged > 0) m.merge_arrivals_upto(merged);
+  m.add_unseen(listed);
+  return m.allocate(1);
+}
+
 TEST(AllocationMatcher, OneWaitingPodGetsItsRecordedCards) {
   AllocationMatcher m;
   m.set_pods({pod("a", "2026-01-01T00:00:00Z", {{ctr("main", 1), {share(2, 8192, 500)}}})});
@@ -342,23 +352,15 @@ TEST(AllocationMatcher, AnUnseenPodCreatedInTheSameSecondIsARivalWhenKubeletMayH
   WaitingPod shown = one_on("shown", "2026-01-01T00:00:05Z", 2, 1);
   WaitingPod tie = pod("tie", "2026-01-01T00:00:05Z", {{ctr("c", 1), {share(0, 512, 50)}}});
   {
-    AllocationMatcher m;
-    m.set_pods({shown});
-    m.merge_arrivals_upto(1);
-    m.add_unseen({tie});
-    auto a = m.allocate(1);
+    auto a = allocate_one({shown}, {tie}, /*merged=*/1);
     ASSERT_FALSE(a.ok()) << "answered " << a->pod_key;
     EXPECT_NE(a.message().find("bound in the other order than created"), std::string::npos) << a.message();
   }
   // `shown` arrived after the merged batch: its bind reached kubelet alone.
   {
-    AllocationMatcher m;
     WaitingPod after = shown;
     after.arrival = 2;
-    m.set_pods({after});
-    m.merge_arrivals_upto(1);
-    m.add_unseen({tie});
-    auto a = m.allocate(1);
+    auto a = allocate_one({after}, {tie}, /*merged=*/1);
     ASSERT_TRUE(a.ok()) << a.message();
     EXPECT_EQ(a->pod_key, "default/shown");
   }
@@ -367,20 +369,14 @@ TEST(AllocationMatcher, AnUnseenPodCreatedInTheSameSecondIsARivalWhenKubeletMayH
   // (The project's CI, Real.A: four pods created in one second, the first
   // refused because the list showed the second bound before the watch did.)
   {
-    AllocationMatcher m;
-    m.set_pods({shown});
-    m.add_unseen({tie});
-    auto a = m.allocate(1);
+    auto a = allocate_one({shown}, {tie});
     ASSERT_TRUE(a.ok()) << a.message();
     EXPECT_EQ(a->pod_key, "default/shown");
   }
   // An older one the watch has not shown is a rival either way: kubelet
   // may have relisted on its own.
   {
-    AllocationMatcher m;
-    m.set_pods({shown});
-    m.add_unseen({pod("older", "2026-01-01T00:00:04Z", {{ctr("c", 1), {share(0, 512, 50)}}})});
-    auto a = m.allocate(1);
+    auto a = allocate_one({shown}, {pod("older", "2026-01-01T00:00:04Z", {{ctr("c", 1), {share(0, 512, 50)}}})});
     ASSERT_FALSE(a.ok()) << "answered " << a->pod_key;
   }
   {
@@ -397,29 +393,18 @@ TEST(AllocationMatcher, AnUnseenPodIsARivalOnlyWhereKubeletCouldTakeItFirst) {
   WaitingPod young = one_on("young", "2026-01-01T00:00:05Z", 2, 1);
   // Younger: kubelet takes it after, however it got them.
   {
-    AllocationMatcher m;
-    m.set_pods({young});
-    m.add_unseen({pod("younger", "2026-01-01T00:00:09Z", {{ctr("c", 1), {share(0, 512, 50)}}})});
-    auto a = m.allocate(1);
+    auto a = allocate_one({young}, {pod("younger", "2026-01-01T00:00:09Z", {{ctr("c", 1), {share(0, 512, 50)}}})});
     ASSERT_TRUE(a.ok()) << a.message();
     EXPECT_EQ(a->pod_key, "default/young");
   }
   // Older but the same share on the same card: either answer is right.
   {
-    AllocationMatcher m;
-    m.set_pods({young});
-    m.add_unseen({pod("twin", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(2, 512, 50)}}})});
-    auto a = m.allocate(1);
+    auto a = allocate_one({young}, {pod("twin", "2026-01-01T00:00:01Z", {{ctr("c", 1), {share(2, 512, 50)}}})});
     ASSERT_TRUE(a.ok()) << a.message();
     EXPECT_EQ(a->pod_key, "default/young");
   }
   // Older, but asking another number of devices: not this Allocate's.
-  {
-    AllocationMatcher m;
-    m.set_pods({young});
-    m.add_unseen({pod("pair", "2026-01-01T00:00:01Z", {{ctr("c", 2), {share(0, 512, 50), share(1, 512, 50)}}})});
-    EXPECT_TRUE(m.allocate(1).ok());
-  }
+  EXPECT_TRUE(allocate_one({young}, {pod("pair", "2026-01-01T00:00:01Z", {{ctr("c", 2), {share(0, 512, 50), share(1, 512, 50)}}})}).ok());
   // Older, but the watch saw it leave (a lagging cache still lists it).
   {
     AllocationMatcher m;

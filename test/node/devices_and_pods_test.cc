@@ -124,6 +124,13 @@ WaitingPod one_on(const std::string& name, const std::string& created, int index
   return p;
 }
 
+// kubelet's next Allocate of one device is answered with `key`'s cards.
+void expect_served(DevicesAndPods& state, const std::string& key) {
+  auto served = state.allocate(1, Clock::now() + std::chrono::seconds(1));
+  ASSERT_TRUE(served.ok()) << served.message();
+  EXPECT_EQ(served->pod_key, key);
+}
+
 // The API server's answer for a pod kubelet failed.
 DevicesAndPods::PodCheck failed_check(const Assignment& a) {
   return DevicesAndPods::PodCheck{Error{"pod " + a.pod_key + " has finished (phase Failed)"}, true, true};
@@ -217,9 +224,7 @@ TEST(DevicesAndPods, APodTheApiServerShowsGoneOrChangedIsPassedOver) {
   a.arrival = 1;
   b.arrival = 2;
   state.set_pods({a, b});
-  auto served = state.allocate(1, Clock::now() + 1s);
-  ASSERT_TRUE(served.ok()) << served.message();
-  EXPECT_EQ(served->pod_key, "default/b");
+  expect_served(state, "default/b");
   EXPECT_EQ(asked, (std::vector<std::string>{"default/a", "default/b"}));
 }
 
@@ -380,9 +385,7 @@ TEST(DevicesAndPods, APodKubeletKnowsAndTheWatchDoesNotIsListedBeforeTheAnswer) 
     return std::vector<WaitingPod>{young};
   });
   const auto start = Clock::now();
-  auto served = state.allocate(1, Clock::now() + 1s);
-  ASSERT_TRUE(served.ok()) << served.message();
-  EXPECT_EQ(served->pod_key, "default/young");
+  expect_served(state, "default/young");
   EXPECT_EQ(lists, 2);
   EXPECT_LT(Clock::now() - start, 500ms);
 }
@@ -460,9 +463,7 @@ TEST(DevicesAndPods, APodWhoseListFailedIsNotServedWithoutKubeletsVerdict) {
   a_failed = true;
   WaitingPod b = one_on("b", "2026-01-01T00:00:09Z", 1, 7);
   state.set_pods({a, b});
-  auto served = state.allocate(1, Clock::now() + 1s);
-  ASSERT_TRUE(served.ok()) << served.message();
-  EXPECT_EQ(served->pod_key, "default/b");
+  expect_served(state, "default/b");
 }
 
 // Seen on the real tier (Real.E2, a burst across an API server restart):
@@ -533,9 +534,7 @@ TEST(DevicesAndPods, APodKubeletMayHaveFailedIsNotServedWithoutItsVerdict) {
   old_failed = true;
   WaitingPod next = one_on("next", "2026-01-01T00:00:09Z", 1, 3);
   state.set_pods({old, next});
-  auto served = state.allocate(1, Clock::now() + 1s);
-  ASSERT_TRUE(served.ok()) << served.message();
-  EXPECT_EQ(served->pod_key, "default/next");
+  expect_served(state, "default/next");
 }
 
 TEST(DevicesAndPods, TheWatchSeeingAPodFailIsKubeletsVerdict) {
@@ -617,9 +616,7 @@ TEST(DevicesAndPods, APodRefusedAndStillWaitingIsNotOneKubeletMissed) {
   b.arrival = 2;
   a.arrival = 3;
   state.set_pods({r, b, a});
-  auto served = state.allocate(1, Clock::now() + 1s);
-  ASSERT_TRUE(served.ok()) << served.message();
-  EXPECT_EQ(served->pod_key, "default/b");
+  expect_served(state, "default/b");
 }
 
 TEST(DevicesAndPods, APodKubeletMayHaveFailedStaysUnservedAcrossTheAgentsRestart) {
